@@ -1,0 +1,55 @@
+import { ChatResponse } from '@jarvis/contracts';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type StackFixture, startStackFixture } from './stack-fixture';
+
+describe('an orchestrator crash in the middle of a turn', () => {
+  let fixture: StackFixture;
+
+  beforeAll(async () => {
+    // A short ack wait so the dead worker's turn is redelivered within seconds.
+    fixture = await startStackFixture({ TURN_ACK_WAIT_MS: '1500' });
+  });
+
+  afterAll(async () => {
+    await fixture?.close();
+  });
+
+  it('stores and returns exactly one reply', async () => {
+    const { apiKey } = await fixture.createUser('dave');
+    const hold = fixture.fake.hold();
+    const pending = fixture.chat(apiKey, { message: 'plan my week' });
+
+    await hold.reached;
+    await fixture.stack.killService('orchestrator');
+    hold.release();
+    await fixture.stack.startService('orchestrator');
+
+    const response = await pending;
+    expect(response.status).toBe(200);
+    const body = ChatResponse.parse(await response.json());
+    expect(body.reply.content).toBe('fake reply to: plan my week');
+    // The first attempt died with the process; the redelivered turn asked the model again.
+    expect(fixture.fake.chatRequests()).toHaveLength(2);
+
+    const client = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ role: string; content: string }>(
+        'SELECT role, content FROM memory.messages WHERE conversation_id = $1 ORDER BY seq',
+        [body.conversationId],
+      );
+      expect(rows).toEqual([
+        { role: 'user', content: 'plan my week' },
+        { role: 'assistant', content: 'fake reply to: plan my week' },
+      ]);
+      const runs = await client.query<{ status: string; attempts: number }>(
+        'SELECT status, attempts FROM orchestrator.runs WHERE id = $1',
+        [body.runId],
+      );
+      expect(runs.rows).toEqual([{ status: 'completed', attempts: 2 }]);
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { CreateUserResponse } from '@jarvis/contracts';
+import {
+  type FakeLlm,
+  makeTempDir,
+  NATS_URL,
+  REDIS_URL,
+  Stack,
+  startFakeLlm,
+  uniqueNamespace,
+} from '@jarvis/testkit';
+
+export type StackFixture = {
+  stack: Stack;
+  fake: FakeLlm;
+  adminKey: string;
+  createUser(name: string): Promise<CreateUserResponse>;
+  chat(apiKey: string, body: unknown): Promise<Response>;
+  close(): Promise<void>;
+};
+
+// The whole product as a user runs it: six service processes, the embedded Postgres on disk,
+// the machine's NATS and Redis, and the fake LLM behind the OpenAI-compatible provider.
+export async function startStackFixture(
+  extraEnv: Record<string, string> = {},
+): Promise<StackFixture> {
+  const fake = await startFakeLlm();
+  const dataDir = await makeTempDir('e2e');
+  const adminKey = `admin-${randomBytes(24).toString('hex')}`;
+  const stack = new Stack({
+    dataDir: dataDir.path,
+    env: {
+      NATS_URL,
+      REDIS_URL,
+      NATS_NAMESPACE: uniqueNamespace('e2e'),
+      OPENAI_BASE_URL: fake.openaiBaseUrl,
+      OPENAI_API_KEY: 'test-key',
+      OPENAI_CHAT_MODEL: 'fake-chat',
+      JARVIS_ADMIN_KEY: adminKey,
+      LOG_LEVEL: 'warn',
+      ...extraEnv,
+    },
+    ...(process.env.JARVIS_TEST_LOGS
+      ? { onLine: (name: string, line: string) => process.stdout.write(`${name} | ${line}\n`) }
+      : {}),
+  });
+  await stack.start();
+
+  const post = (path: string, apiKey: string, body: unknown) =>
+    fetch(`${stack.gatewayUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  return {
+    stack,
+    fake,
+    adminKey,
+    async createUser(name) {
+      const response = await post('/v1/admin/users', adminKey, { name });
+      if (response.status !== 201) throw new Error(`create user: ${response.status}`);
+      return CreateUserResponse.parse(await response.json());
+    },
+    chat: (apiKey, body) => post('/v1/chat', apiKey, body),
+    async close() {
+      await stack.stop();
+      await fake.close();
+      await dataDir.remove();
+    },
+  };
+}

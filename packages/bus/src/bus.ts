@@ -1,0 +1,249 @@
+import type { EventContract, RpcContract } from '@jarvis/contracts';
+import {
+  extractTraceContext,
+  injectTraceContext,
+  type Logger,
+  SpanKind,
+  withSpan,
+} from '@jarvis/telemetry';
+import {
+  connect,
+  DebugEvents,
+  ErrorCode,
+  Events,
+  type Msg,
+  type NatsConnection,
+  NatsError,
+  type Subscription,
+} from 'nats';
+import { z } from 'zod';
+import { BusError, isBusError } from './bus-error';
+import {
+  carrierFrom,
+  decodeJson,
+  describeZodError,
+  encodeJson,
+  headersFrom,
+  parseOrThrow,
+  ReplyEnvelope,
+} from './codec';
+
+export type BusOptions = {
+  url: string;
+  // Prefix of every subject and stream, so installs or test runs can share one NATS server.
+  namespace: string;
+  name: string;
+  logger: Logger;
+};
+
+export type RequestOptions = { timeoutMs?: number };
+
+export type HandlerContext = { subject: string };
+
+export type RpcHandler<Req extends z.ZodType, Res extends z.ZodType> = (
+  request: z.output<Req>,
+  context: HandlerContext,
+) => Promise<z.input<Res>>;
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+export class Bus {
+  readonly nc: NatsConnection;
+  readonly namespace: string;
+  readonly logger: Logger;
+  private connected = true;
+
+  private constructor(nc: NatsConnection, options: BusOptions) {
+    this.nc = nc;
+    this.namespace = options.namespace;
+    this.logger = options.logger;
+    void this.watchStatus();
+  }
+
+  static async connect(options: BusOptions): Promise<Bus> {
+    const nc = await connect({
+      servers: options.url,
+      name: options.name,
+      // Keep trying forever: the service's dependency watchdog decides when to give up.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+    });
+    return new Bus(nc, options);
+  }
+
+  isConnected(): boolean {
+    return this.connected && !this.nc.isClosed();
+  }
+
+  subject(relative: string): string {
+    return `${this.namespace}.${relative}`;
+  }
+
+  streamName(relative: string): string {
+    return `${this.namespace}_${relative}`.toUpperCase().replace(/[^A-Z0-9_-]/g, '_');
+  }
+
+  // Calls a service and returns its validated data; a typed error reply is thrown as BusError.
+  async request<Req extends z.ZodType, Res extends z.ZodType>(
+    contract: RpcContract<Req, Res>,
+    request: z.input<Req>,
+    options: RequestOptions = {},
+  ): Promise<z.output<Res>> {
+    const body = parseOrThrow(contract.request, request);
+    const subject = this.subject(contract.subject);
+    return withSpan(
+      `request ${contract.subject}`,
+      { kind: SpanKind.CLIENT, attributes: { 'messaging.destination.name': subject } },
+      async () => {
+        let reply: Msg;
+        try {
+          reply = await this.nc.request(subject, encodeJson(body), {
+            timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+            headers: headersFrom(injectTraceContext()),
+          });
+        } catch (error) {
+          throw toBusError(error, contract.subject);
+        }
+        const envelope = ReplyEnvelope.safeParse(decodeJson(reply.data));
+        if (!envelope.success) {
+          throw new BusError('internal', `malformed reply from ${contract.subject}`);
+        }
+        if (!envelope.data.ok) {
+          throw new BusError(envelope.data.error.code, envelope.data.error.message);
+        }
+        const data = z.safeParse(contract.response, envelope.data.data);
+        if (!data.success) {
+          throw new BusError(
+            'internal',
+            `reply from ${contract.subject} broke its contract: ${describeZodError(data.error)}`,
+          );
+        }
+        return data.data;
+      },
+    );
+  }
+
+  // Answers a contract's requests. Replicas share the work through one queue group per subject.
+  serve<Req extends z.ZodType, Res extends z.ZodType>(
+    contract: RpcContract<Req, Res>,
+    handler: RpcHandler<Req, Res>,
+  ): Subscription {
+    const subject = this.subject(contract.subject);
+    return this.nc.subscribe(subject, {
+      queue: subject,
+      callback: (error, msg) => {
+        if (error) {
+          this.logger.error({ err: error, subject }, 'subscription failed');
+          return;
+        }
+        void this.answer(contract, handler, msg);
+      },
+    });
+  }
+
+  private async answer<Req extends z.ZodType, Res extends z.ZodType>(
+    contract: RpcContract<Req, Res>,
+    handler: RpcHandler<Req, Res>,
+    msg: Msg,
+  ): Promise<void> {
+    const parent = extractTraceContext(carrierFrom(msg.headers));
+    await withSpan(
+      `handle ${contract.subject}`,
+      { kind: SpanKind.SERVER, parent, attributes: { 'messaging.destination.name': msg.subject } },
+      async () => {
+        let envelope: z.infer<typeof ReplyEnvelope>;
+        try {
+          const request = parseOrThrow(contract.request, decodeJson(msg.data));
+          const result = await handler(request, { subject: msg.subject });
+          const data = z.safeParse(contract.response, result);
+          if (!data.success) {
+            throw new Error(`handler broke its contract: ${describeZodError(data.error)}`);
+          }
+          envelope = { ok: true, data: data.data };
+        } catch (error) {
+          if (isBusError(error)) {
+            envelope = { ok: false, error: error.toInfo() };
+          } else {
+            this.logger.error({ err: error, subject: contract.subject }, 'handler failed');
+            envelope = { ok: false, error: { code: 'internal', message: 'internal error' } };
+          }
+        }
+        msg.respond(encodeJson(envelope));
+      },
+    );
+  }
+
+  // Fire-and-forget event on core NATS (not durable: listeners that are away miss it).
+  publish<P extends z.ZodType>(subject: string, schema: P, payload: z.input<P>): void {
+    const body = schema.parse(payload);
+    this.nc.publish(this.subject(subject), encodeJson(body), {
+      headers: headersFrom(injectTraceContext()),
+    });
+  }
+
+  subscribe<P extends z.ZodType>(
+    subject: string,
+    schema: P,
+    handler: (payload: z.infer<P>) => void,
+  ): Subscription {
+    return this.nc.subscribe(this.subject(subject), {
+      callback: (error, msg) => {
+        if (error) return;
+        const parsed = schema.safeParse(safeDecode(msg.data));
+        if (!parsed.success) {
+          this.logger.warn({ subject: msg.subject }, 'dropped malformed event');
+          return;
+        }
+        handler(parsed.data);
+      },
+    });
+  }
+
+  eventSubject<P extends z.ZodType>(contract: EventContract<P>): string {
+    return this.subject(contract.subject);
+  }
+
+  async close(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    await this.nc.drain();
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === Events.Disconnect) {
+        this.connected = false;
+        this.logger.warn('nats disconnected');
+      } else if (status.type === Events.Reconnect) {
+        this.connected = true;
+        this.logger.info('nats reconnected');
+      } else if (status.type === DebugEvents.Reconnecting) {
+        this.connected = false;
+      }
+    }
+  }
+}
+
+function safeDecode(data: Uint8Array): unknown {
+  try {
+    return decodeJson(data);
+  } catch {
+    return undefined;
+  }
+}
+
+function toBusError(error: unknown, subject: string): BusError {
+  if (error instanceof NatsError) {
+    if (error.code === ErrorCode.NoResponders) {
+      return new BusError('unavailable', `${serviceOf(subject)} is not available`);
+    }
+    if (error.code === ErrorCode.Timeout) {
+      return new BusError('timeout', `${serviceOf(subject)} did not answer in time`);
+    }
+  }
+  return new BusError('unavailable', `${serviceOf(subject)} could not be reached`);
+}
+
+// 'memory.messages.append' -> 'memory service'
+function serviceOf(subject: string): string {
+  return `${subject.split('.')[0] ?? subject} service`;
+}

@@ -1,0 +1,4 @@
+export * from './bus';
+export * from './bus-error';
+export { describeZodError } from './codec';
+export * from './work-queue';

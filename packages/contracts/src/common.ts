@@ -1,0 +1,24 @@
+import { z } from 'zod';
+
+export const Id = z.uuid();
+
+export const MessageRole = z.enum(['user', 'assistant', 'system', 'tool']);
+export type MessageRole = z.infer<typeof MessageRole>;
+
+// 32k characters is far above any real chat message and well below what the model can take.
+export const MESSAGE_MAX_CHARS = 32_000;
+
+export const StoredMessage = z.object({
+  id: Id,
+  conversationId: Id,
+  role: MessageRole,
+  content: z.string(),
+  createdAt: z.iso.datetime({ offset: true }),
+});
+export type StoredMessage = z.infer<typeof StoredMessage>;
+
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof Usage>;

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { Id, MESSAGE_MAX_CHARS, Usage } from '../common';
+
+// POST /v1/chat
+export const ChatRequest = z.strictObject({
+  message: z.string().trim().min(1, 'message must not be empty').max(MESSAGE_MAX_CHARS),
+  conversationId: Id.optional(),
+});
+export type ChatRequest = z.infer<typeof ChatRequest>;
+
+export const ChatResponse = z.object({
+  conversationId: Id,
+  runId: Id,
+  reply: z.object({ role: z.literal('assistant'), content: z.string() }),
+  usage: Usage,
+});
+export type ChatResponse = z.infer<typeof ChatResponse>;

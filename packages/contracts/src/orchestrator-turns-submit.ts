@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { Id, MESSAGE_MAX_CHARS } from './common';
+import { defineRpc } from './define';
+
+// Accepts a user message: stores it, then queues its turn on JetStream. The reply arrives later
+// as a turn event, so a turn survives an orchestrator crash between accept and answer.
+export const TurnSubmitRequest = z.object({
+  userId: Id,
+  conversationId: Id.optional(),
+  message: z.string().min(1).max(MESSAGE_MAX_CHARS),
+  turnId: Id,
+});
+export type TurnSubmitRequest = z.infer<typeof TurnSubmitRequest>;
+
+export const TurnSubmitResponse = z.object({
+  turnId: Id,
+  runId: Id,
+  conversationId: Id,
+  userMessageId: Id,
+});
+export type TurnSubmitResponse = z.infer<typeof TurnSubmitResponse>;
+
+export const turnSubmit = defineRpc(
+  'orchestrator.turns.submit',
+  TurnSubmitRequest,
+  TurnSubmitResponse,
+);

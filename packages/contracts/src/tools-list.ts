@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { defineRpc } from './define';
+
+export const ToolRisk = z.enum(['safe', 'risky']);
+
+export const ToolDescriptor = z.object({
+  name: z.string(),
+  description: z.string(),
+  risk: ToolRisk,
+  inputSchema: z.record(z.string(), z.unknown()),
+});
+export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
+
+export const ToolsListRequest = z.object({});
+export type ToolsListRequest = z.infer<typeof ToolsListRequest>;
+
+export const ToolsListResponse = z.object({ tools: z.array(ToolDescriptor) });
+export type ToolsListResponse = z.infer<typeof ToolsListResponse>;
+
+export const toolsList = defineRpc('tools.list', ToolsListRequest, ToolsListResponse);

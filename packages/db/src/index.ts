@@ -1,0 +1,3 @@
+export * from './embedded';
+export * from './migrate';
+export * from './pool';

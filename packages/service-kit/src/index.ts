@@ -1,0 +1,3 @@
+export * from './env';
+export * from './http-error';
+export * from './service';

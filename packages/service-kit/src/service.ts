@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { ErrorBody } from '@jarvis/contracts';
+import type { Logger, Metrics } from '@jarvis/telemetry';
+import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { Histogram } from 'prom-client';
+import { HttpError } from './http-error';
+
+// A readiness check: true while the dependency answers.
+export type Check = () => Promise<boolean> | boolean;
+
+export type ServiceOptions = {
+  name: string;
+  port: number;
+  host?: string;
+  logger: Logger;
+  metrics: Metrics;
+  checks: Record<string, Check>;
+  dependencyLossExitMs: number;
+  // Releases what the service holds (workers, bus, pools), in order. Runs once, on SIGTERM,
+  // SIGINT, or when a dependency stays lost.
+  onStop: () => Promise<void>;
+};
+
+export type Service = {
+  app: express.Express;
+  start(): Promise<{ port: number }>;
+  stop(exitCode?: number): Promise<void>;
+};
+
+const WATCHDOG_INTERVAL_MS = 1_000;
+const SHUTDOWN_TIMEOUT_MS = 15_000;
+
+export function createService(options: ServiceOptions): Service {
+  const { logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  app.use(traceRequests(options));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok', service: options.name });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await runChecks(options.checks);
+    const isReady = Object.values(checks).every(Boolean);
+    res.status(isReady ? 200 : 503).json({ status: isReady ? 'ready' : 'unavailable', checks });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(options.metrics.registry.contentType).send(await options.metrics.registry.metrics());
+  });
+
+  let server: Server | undefined;
+  let watchdog: NodeJS.Timeout | undefined;
+  let stopping: Promise<void> | undefined;
+
+  async function stop(exitCode = 0): Promise<void> {
+    stopping ??= (async () => {
+      logger.info({ exitCode }, 'stopping');
+      clearInterval(watchdog);
+      const forceExit = setTimeout(() => {
+        logger.error('shutdown took too long; exiting');
+        process.exit(exitCode || 1);
+      }, SHUTDOWN_TIMEOUT_MS);
+      forceExit.unref();
+      // Stop taking HTTP requests first, so nothing new starts while resources close.
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+      server?.closeAllConnections();
+      try {
+        await options.onStop();
+      } catch (error) {
+        logger.error({ err: error }, 'error while stopping');
+      }
+      logger.info('stopped');
+      process.exit(exitCode);
+    })();
+    return stopping;
+  }
+
+  async function start(): Promise<{ port: number }> {
+    app.use((req, _res, next) => {
+      next(new HttpError('not_found', `no route for ${req.method} ${req.path}`));
+    });
+    app.use(answerErrors(logger));
+    server = await new Promise<Server>((resolve, reject) => {
+      const listening = app.listen(options.port, options.host ?? '0.0.0.0', (error) => {
+        if (error) reject(error);
+        else resolve(listening);
+      });
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : options.port;
+    watchdog = watchDependencies(options, () => void stop(1));
+    process.once('SIGTERM', () => void stop(0));
+    process.once('SIGINT', () => void stop(0));
+    logger.info({ port }, 'listening');
+    return { port };
+  }
+
+  return { app, start, stop };
+}
+
+async function runChecks(checks: Record<string, Check>): Promise<Record<string, boolean>> {
+  const entries = await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        return [name, await check()] as const;
+      } catch {
+        return [name, false] as const;
+      }
+    }),
+  );
+  return Object.fromEntries(entries);
+}
+
+// Exits (through onLost) when a dependency has been failing for longer than allowed, so the
+// container's restart policy replaces a process that cannot recover on its own.
+function watchDependencies(options: ServiceOptions, onLost: () => void): NodeJS.Timeout {
+  const failingSince = new Map<string, number>();
+  const timer = setInterval(async () => {
+    const checks = await runChecks(options.checks);
+    const now = Date.now();
+    for (const [name, isOk] of Object.entries(checks)) {
+      if (isOk) {
+        if (failingSince.delete(name)) options.logger.info({ dependency: name }, 'dependency back');
+        continue;
+      }
+      const since = failingSince.get(name);
+      if (since === undefined) {
+        failingSince.set(name, now);
+        options.logger.warn({ dependency: name }, 'dependency lost');
+      } else if (now - since > options.dependencyLossExitMs) {
+        options.logger.fatal({ dependency: name }, 'dependency lost for too long; exiting');
+        onLost();
+      }
+    }
+  }, WATCHDOG_INTERVAL_MS);
+  timer.unref();
+  return timer;
+}
+
+function traceRequests(options: ServiceOptions) {
+  const duration = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'HTTP request duration',
+    labelNames: ['method', 'route', 'status'],
+    registers: [options.metrics.registry],
+  });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const requestId = randomUUID();
+    res.setHeader('x-request-id', requestId);
+    const parent = propagation.extract(context.active(), req.headers);
+    const span = trace
+      .getTracer('jarvis')
+      .startSpan(`${req.method}`, { kind: SpanKind.SERVER }, parent);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const route = typeof req.route?.path === 'string' ? req.route.path : 'unmatched';
+      span.updateName(`${req.method} ${route}`);
+      span.setAttribute('http.response.status_code', res.statusCode);
+      span.end();
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      duration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+    });
+    context.with(trace.setSpan(parent, span), next);
+  };
+}
+
+type BodyParserError = { type: string; status: number; message: string };
+
+function isBodyParserError(error: unknown): error is BodyParserError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    'type' in error &&
+    typeof error.type === 'string' &&
+    'status' in error &&
+    typeof error.status === 'number'
+  );
+}
+
+function answerErrors(logger: Logger) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const { status, body } = describeError(error);
+    if (status >= 500) logger.error({ err: error, path: req.path }, 'request failed');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(status).json(body);
+  };
+}
+
+function describeError(error: unknown): { status: number; body: ErrorBody } {
+  if (error instanceof HttpError) {
+    return { status: error.status, body: { error: { code: error.code, message: error.message } } };
+  }
+  if (isBodyParserError(error)) {
+    if (error.type === 'entity.too.large') {
+      return {
+        status: 413,
+        body: { error: { code: 'payload_too_large', message: 'request body is too large' } },
+      };
+    }
+    if (error.type === 'entity.parse.failed') {
+      return {
+        status: 400,
+        body: { error: { code: 'bad_request', message: 'request body is not valid JSON' } },
+      };
+    }
+    if (error.status >= 400 && error.status < 500) {
+      return {
+        status: error.status,
+        body: { error: { code: 'bad_request', message: error.message } },
+      };
+    }
+  }
+  return { status: 500, body: { error: { code: 'internal', message: 'internal error' } } };
+}

@@ -1,0 +1,4 @@
+export * from './fake-llm';
+export * from './infra';
+export * from './process';
+export * from './stack';

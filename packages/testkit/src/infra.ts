@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Bus } from '@jarvis/bus';
+import { createPool, type Pool, startEmbeddedPostgres } from '@jarvis/db';
+import { createLogger } from '@jarvis/telemetry';
+import { Redis } from 'ioredis';
+
+// The real NATS and Redis of this machine (or CI's); tests never mock them.
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+// A fresh subject and stream prefix per test file, so parallel runs never see each other's
+// messages on the shared NATS server.
+export function uniqueNamespace(label = 'test'): string {
+  return `${label}-${randomBytes(4).toString('hex')}`;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function makeTempDir(
+  label: string,
+): Promise<{ path: string; remove(): Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), `jarvis-${label}-`));
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+export type TestDatabase = { url: string; pool: Pool; stop(): Promise<void> };
+
+// The embedded Postgres (pgvector included) in this process, on a free port and a temp folder.
+export async function startTestDatabase(): Promise<TestDatabase> {
+  const dir = await makeTempDir('pg');
+  const postgres = await startEmbeddedPostgres({ dataDir: dir.path, port: 0 });
+  const pool = createPool({ url: postgres.url, applicationName: 'test', max: 4 });
+  return {
+    url: postgres.url,
+    pool,
+    async stop() {
+      await pool.end();
+      await postgres.stop();
+      await dir.remove();
+    },
+  };
+}
+
+export async function connectTestBus(namespace = uniqueNamespace()): Promise<Bus> {
+  return Bus.connect({
+    url: NATS_URL,
+    namespace,
+    name: 'test',
+    logger: createLogger('test', 'silent'),
+  });
+}
+
+export function connectTestRedis(): Redis {
+  return new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+}
+
+// Polls until check passes; fails with the last error after timeoutMs.
+export async function waitFor<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+  }
+  const reason = lastError instanceof Error ? `: ${lastError.message}` : '';
+  throw new Error(`timed out waiting for ${options.what ?? 'condition'}${reason}`);
+}

@@ -1,0 +1,136 @@
+import { fileURLToPath } from 'node:url';
+import { embeddedPostgresUrl } from '@jarvis/db';
+import { freePort, waitFor } from './infra';
+import { type ManagedProcess, startProcess } from './process';
+
+export const SERVICE_NAMES = [
+  'memory',
+  'model-gateway',
+  'tools',
+  'scheduler',
+  'orchestrator',
+  'gateway',
+] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+const ROOT_DIR = fileURLToPath(new URL('../../../', import.meta.url));
+
+export type StackOptions = {
+  // Settings given to every service (NATS_NAMESPACE, OPENAI_BASE_URL, ...).
+  env: Record<string, string>;
+  // Folder of the embedded Postgres; ignored when databaseUrl is set.
+  dataDir: string;
+  // A real Postgres; without it the stack runs the embedded one as its own process.
+  databaseUrl?: string;
+  // Fixed ports (make dev); without them free ports are picked (tests).
+  ports?: Partial<Record<ServiceName | 'postgres', number>>;
+  onLine?: (name: string, line: string) => void;
+  readyTimeoutMs?: number;
+};
+
+// The six services and the embedded Postgres as separate processes, run from their TypeScript
+// sources: what `make dev` runs, and what the end-to-end tests start, stop and kill.
+export class Stack {
+  private readonly options: StackOptions;
+  private readonly processes = new Map<ServiceName | 'postgres', ManagedProcess>();
+  private readonly ports = new Map<ServiceName | 'postgres', number>();
+
+  constructor(options: StackOptions) {
+    this.options = options;
+  }
+
+  get gatewayUrl(): string {
+    return `http://127.0.0.1:${this.port('gateway')}`;
+  }
+
+  get databaseUrl(): string {
+    return this.options.databaseUrl ?? embeddedPostgresUrl('127.0.0.1', this.port('postgres'));
+  }
+
+  process(name: ServiceName | 'postgres'): ManagedProcess | undefined {
+    return this.processes.get(name);
+  }
+
+  async start(): Promise<void> {
+    for (const name of [...SERVICE_NAMES, 'postgres'] as const) {
+      this.ports.set(name, this.options.ports?.[name] ?? (await freePort()));
+    }
+    if (!this.options.databaseUrl) await this.startDatabase();
+    await Promise.all(SERVICE_NAMES.map((name) => this.startService(name)));
+  }
+
+  async startDatabase(): Promise<void> {
+    const port = this.port('postgres');
+    this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
+      EMBEDDED_PG_DIR: this.options.dataDir,
+      EMBEDDED_PG_PORT: String(port),
+    });
+    await waitFor(() => this.output('postgres').includes('embedded postgres ready') || undefined, {
+      timeoutMs: this.options.readyTimeoutMs ?? 60_000,
+      what: 'embedded postgres',
+    });
+  }
+
+  async startService(name: ServiceName): Promise<void> {
+    const port = String(this.port(name));
+    this.launch(name, `services/${name}/src/main.ts`, {
+      ...this.options.env,
+      DATABASE_URL: this.databaseUrl,
+      ...(name === 'gateway' ? { GATEWAY_PORT: port } : { HTTP_PORT: port }),
+    });
+    await waitFor(
+      async () => {
+        const processExited = this.processes.get(name)?.child.exitCode;
+        if (processExited !== null && processExited !== undefined) {
+          throw new Error(
+            `${name} exited with ${processExited}:\n${this.output(name).slice(-4_000)}`,
+          );
+        }
+        const response = await fetch(`http://127.0.0.1:${port}/readyz`);
+        return response.ok || undefined;
+      },
+      { timeoutMs: this.options.readyTimeoutMs ?? 60_000, what: `${name} to be ready` },
+    );
+  }
+
+  async stopService(name: ServiceName | 'postgres'): Promise<number | null> {
+    const managed = this.processes.get(name);
+    return managed ? managed.stop() : null;
+  }
+
+  async killService(name: ServiceName | 'postgres'): Promise<number | null> {
+    const managed = this.processes.get(name);
+    return managed ? managed.kill() : null;
+  }
+
+  // Services first, then the database they write to.
+  async stop(): Promise<void> {
+    await Promise.all(SERVICE_NAMES.map((name) => this.stopService(name)));
+    await this.stopService('postgres');
+  }
+
+  output(name: ServiceName | 'postgres'): string {
+    return this.processes.get(name)?.output() ?? '';
+  }
+
+  private port(name: ServiceName | 'postgres'): number {
+    const port = this.ports.get(name);
+    if (port === undefined) throw new Error('stack not started');
+    return port;
+  }
+
+  private launch(name: ServiceName | 'postgres', entry: string, env: Record<string, string>) {
+    const onLine = this.options.onLine;
+    this.processes.set(
+      name,
+      startProcess({
+        name,
+        command: process.execPath,
+        args: ['--import', 'tsx', entry],
+        cwd: ROOT_DIR,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+        ...(onLine ? { onLine: (line: string) => onLine(name, line) } : {}),
+      }),
+    );
+  }
+}

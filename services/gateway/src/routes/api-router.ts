@@ -1,0 +1,48 @@
+import type { Bus } from '@jarvis/bus';
+import { BusError } from '@jarvis/bus';
+import { ChatRequest, CreateUserRequest } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import { HttpError } from '@jarvis/service-kit';
+import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import type { Principal } from '../repositories/users-repository';
+import { authenticate, createUser, requireScope } from '../services/api-keys';
+import { runChatTurn } from '../services/chat';
+import { parseBody } from './parse-body';
+
+export type ApiDeps = {
+  bus: Bus;
+  pool: Pool;
+  bodyLimitBytes: number;
+  submitTimeoutMs: number;
+  turnTimeoutMs: number;
+};
+
+// Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
+export function createApiRouter(deps: ApiDeps): Router {
+  const router = Router();
+  router.use(express.json({ limit: deps.bodyLimitBytes }));
+
+  router.post('/admin/users', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    requireScope(principal, 'admin');
+    const body = parseBody(CreateUserRequest, req.body);
+    res.status(201).json(await createUser(deps.pool, body.name));
+  });
+
+  router.post('/chat', async (req, res) => {
+    const principal: Principal = await authenticate(deps.pool, req.get('authorization'));
+    const body = parseBody(ChatRequest, req.body);
+    res.json(
+      await runChatTurn(deps.bus, principal.userId, body, {
+        submitTimeoutMs: deps.submitTimeoutMs,
+        turnTimeoutMs: deps.turnTimeoutMs,
+      }),
+    );
+  });
+
+  // Typed errors from the services keep their code; the service kit answers them.
+  router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
+    next(error instanceof BusError ? new HttpError(error.code, error.message) : error);
+  });
+  return router;
+}

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import type { MessageRole, StoredMessage } from '@jarvis/contracts';
+import type { Pool, PoolClient } from '@jarvis/db';
+
+type MessageRow = {
+  id: string;
+  conversation_id: string;
+  role: MessageRole;
+  content: string;
+  created_at: Date;
+};
+
+const COLUMNS = 'id, conversation_id, role, content, created_at';
+
+function toMessage(row: MessageRow): StoredMessage {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    role: row.role,
+    content: row.content,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export type NewMessage = {
+  userId: string;
+  conversationId: string;
+  role: MessageRole;
+  content: string;
+  metadata: Record<string, unknown>;
+  idempotencyKey: string | undefined;
+};
+
+// Inserts the message, or returns the one already stored under the same idempotency key.
+export async function insertMessage(
+  db: PoolClient,
+  message: NewMessage,
+): Promise<{ message: StoredMessage; isDuplicate: boolean }> {
+  const inserted = await db.query<MessageRow>(
+    `INSERT INTO memory.messages
+       (id, user_id, conversation_id, role, content, metadata, idempotency_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      randomUUID(),
+      message.userId,
+      message.conversationId,
+      message.role,
+      message.content,
+      JSON.stringify(message.metadata),
+      message.idempotencyKey ?? null,
+    ],
+  );
+  const row = inserted.rows[0];
+  if (row) return { message: toMessage(row), isDuplicate: false };
+  const existing = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM memory.messages
+     WHERE conversation_id = $1 AND idempotency_key = $2 AND user_id = $3`,
+    [message.conversationId, message.idempotencyKey, message.userId],
+  );
+  const duplicate = existing.rows[0];
+  if (!duplicate) throw new Error('idempotent insert found neither a new nor an existing row');
+  return { message: toMessage(duplicate), isDuplicate: true };
+}
+
+// The latest `limit` messages of a conversation, oldest first.
+export async function listRecentMessages(
+  db: Pool,
+  userId: string,
+  conversationId: string,
+  limit: number,
+): Promise<StoredMessage[]> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM (
+       SELECT ${COLUMNS}, seq FROM memory.messages
+       WHERE conversation_id = $1 AND user_id = $2
+       ORDER BY seq DESC LIMIT $3
+     ) recent ORDER BY seq ASC`,
+    [conversationId, userId, limit],
+  );
+  return rows.map(toMessage);
+}

@@ -1,0 +1,26 @@
+import { baseEnvShape, databaseEnvShape, parseEnv, redisEnvShape } from '@jarvis/service-kit';
+import { z } from 'zod';
+
+const Env = z.object({
+  ...baseEnvShape,
+  ...databaseEnvShape,
+  ...redisEnvShape,
+  // Port of /healthz, /readyz and /metrics.
+  HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
+  // A turn not acknowledged within this time is redelivered to another worker (its worker died).
+  // Live workers extend it while they work, so it bounds crash recovery, not turn length.
+  TURN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(30_000),
+  // Deliveries of one turn before it is given up as failed.
+  TURN_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
+  // Turns this process works on at once (of different conversations).
+  TURN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // Most recent messages put in the prompt.
+  HISTORY_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
+  // Longest wait for one model call, including the model gateway's own retries.
+  MODEL_CALL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
+});
+export type Env = z.infer<typeof Env>;
+
+export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
+  return parseEnv(Env, source);
+}

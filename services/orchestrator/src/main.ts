@@ -1,0 +1,83 @@
+import { Bus, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
+import { TURNS_STREAM, turnRequested } from '@jarvis/contracts';
+import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
+import { createService } from '@jarvis/service-kit';
+import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
+import { Redis } from 'ioredis';
+import { loadEnv } from './env';
+import { registerHandlers, startTurnWorker } from './handlers';
+
+const SERVICE = 'orchestrator';
+
+const env = loadEnv();
+const telemetry = startTelemetry({
+  serviceName: SERVICE,
+  otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
+});
+const logger = createLogger(SERVICE, env.LOG_LEVEL);
+const metrics = createMetrics(SERVICE);
+
+try {
+  const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
+  await migrate(pool, {
+    schema: 'orchestrator',
+    directory: new URL('../migrations', import.meta.url),
+  });
+  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+  redis.on('error', () => {}); // reported by the readiness check and the watchdog
+  await redis.connect();
+  const bus = await Bus.connect({
+    url: env.NATS_URL,
+    namespace: env.NATS_NAMESPACE,
+    name: SERVICE,
+    logger,
+  });
+
+  const queue: WorkQueueOptions = {
+    stream: TURNS_STREAM,
+    consumer: 'orchestrator',
+    ackWaitMs: env.TURN_ACK_WAIT_MS,
+    maxDeliver: env.TURN_MAX_DELIVER,
+    maxInFlight: env.TURN_CONCURRENCY,
+  };
+  await ensureWorkQueue(bus, turnRequested, queue);
+  registerHandlers(bus, pool);
+  const worker = await startTurnWorker(
+    {
+      bus,
+      pool,
+      redis,
+      logger,
+      historyLimit: env.HISTORY_LIMIT,
+      modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
+      lockLeaseMs: env.TURN_ACK_WAIT_MS,
+      maxDeliver: env.TURN_MAX_DELIVER,
+    },
+    queue,
+  );
+
+  const service = createService({
+    name: SERVICE,
+    port: env.HTTP_PORT,
+    logger,
+    metrics,
+    checks: {
+      nats: () => bus.isConnected(),
+      postgres: () => isDatabaseReachable(pool),
+      redis: () => redis.status === 'ready',
+    },
+    dependencyLossExitMs: env.DEPENDENCY_LOSS_EXIT_MS,
+    // Finish the turns in hand before closing what they use.
+    onStop: async () => {
+      await worker.stop();
+      await bus.close();
+      await pool.end();
+      redis.disconnect();
+      await telemetry.stop();
+    },
+  });
+  await service.start();
+} catch (error) {
+  logger.fatal({ err: error }, 'failed to start');
+  process.exit(1);
+}

@@ -1,0 +1,139 @@
+import type { ErrorInfo, Usage } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+export type Run = {
+  id: string;
+  turnId: string;
+  userId: string;
+  conversationId: string;
+  userMessageId: string;
+  status: RunStatus;
+  attempts: number;
+  replyMessageId: string | null;
+  replyContent: string | null;
+  usage: Usage;
+  error: ErrorInfo | null;
+};
+
+type RunRow = {
+  id: string;
+  turn_id: string;
+  user_id: string;
+  conversation_id: string;
+  user_message_id: string;
+  status: RunStatus;
+  attempts: number;
+  reply_message_id: string | null;
+  reply_content: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  error_code: ErrorInfo['code'] | null;
+  error_message: string | null;
+};
+
+function toRun(row: RunRow): Run {
+  return {
+    id: row.id,
+    turnId: row.turn_id,
+    userId: row.user_id,
+    conversationId: row.conversation_id,
+    userMessageId: row.user_message_id,
+    status: row.status,
+    attempts: row.attempts,
+    replyMessageId: row.reply_message_id,
+    replyContent: row.reply_content,
+    usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+    error:
+      row.error_code && row.error_message
+        ? { code: row.error_code, message: row.error_message }
+        : null,
+  };
+}
+
+export type NewRun = {
+  id: string;
+  turnId: string;
+  userId: string;
+  conversationId: string;
+  userMessageId: string;
+  traceId: string | undefined;
+};
+
+// Creates the run of a turn, or returns the run that turn already has.
+export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
+  const inserted = await db.query<RunRow>(
+    `INSERT INTO orchestrator.runs
+       (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6)
+     ON CONFLICT (turn_id) DO NOTHING
+     RETURNING *`,
+    [run.id, run.turnId, run.userId, run.conversationId, run.userMessageId, run.traceId ?? null],
+  );
+  const row = inserted.rows[0];
+  if (row) return toRun(row);
+  const existing = await findRunByTurn(db, run.userId, run.turnId);
+  if (!existing) throw new Error('run conflict without an existing run');
+  return existing;
+}
+
+export async function findRunByTurn(
+  db: Pool,
+  userId: string,
+  turnId: string,
+): Promise<Run | undefined> {
+  const { rows } = await db.query<RunRow>(
+    'SELECT * FROM orchestrator.runs WHERE turn_id = $1 AND user_id = $2',
+    [turnId, userId],
+  );
+  return rows[0] ? toRun(rows[0]) : undefined;
+}
+
+export async function markRunStarted(db: Pool, runId: string): Promise<void> {
+  await db.query(
+    `UPDATE orchestrator.runs
+     SET status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+     WHERE id = $1 AND status IN ('queued', 'running')`,
+    [runId],
+  );
+}
+
+export type RunCompletion = {
+  replyMessageId: string;
+  replyContent: string;
+  provider: string;
+  model: string;
+  usage: Usage;
+};
+
+export async function markRunCompleted(
+  db: Pool,
+  runId: string,
+  completion: RunCompletion,
+): Promise<void> {
+  await db.query(
+    `UPDATE orchestrator.runs
+     SET status = 'completed', reply_message_id = $2, reply_content = $3, provider = $4,
+         model = $5, input_tokens = $6, output_tokens = $7, finished_at = now()
+     WHERE id = $1`,
+    [
+      runId,
+      completion.replyMessageId,
+      completion.replyContent,
+      completion.provider,
+      completion.model,
+      completion.usage.inputTokens,
+      completion.usage.outputTokens,
+    ],
+  );
+}
+
+export async function markRunFailed(db: Pool, runId: string, error: ErrorInfo): Promise<void> {
+  await db.query(
+    `UPDATE orchestrator.runs
+     SET status = 'failed', error_code = $2, error_message = $3, finished_at = now()
+     WHERE id = $1`,
+    [runId, error.code, error.message],
+  );
+}

@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
-// Workspace packages are bundled in (they ship TypeScript source); npm dependencies stay
-// external and are installed in the image by `pnpm deploy`.
+// Workspace packages are bundled in (they ship TypeScript source). Every npm package stays
+// external, including those only workspace packages depend on (pino, prom-client, ...): bundled
+// into ESM their CommonJS `require`s break. The image installs them with `pnpm deploy`.
 export default defineConfig({
   entry: ['src/main.ts'],
   format: ['esm'],
@@ -10,4 +11,5 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   noExternal: [/^@jarvis\//],
+  external: [/^(?!@jarvis\/)[^./]/],
 });

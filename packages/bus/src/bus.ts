@@ -1,4 +1,4 @@
-import type { EventContract, RpcContract } from '@jarvis/contracts';
+import type { RpcContract } from '@jarvis/contracts';
 import {
   extractTraceContext,
   injectTraceContext,
@@ -197,10 +197,6 @@ export class Bus {
         handler(parsed.data);
       },
     });
-  }
-
-  eventSubject<P extends z.ZodType>(contract: EventContract<P>): string {
-    return this.subject(contract.subject);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { Id, Usage } from './common';
-import { defineEvent } from './define';
 import { ErrorInfo } from './errors';
 
 export const TurnDone = z.object({
@@ -33,5 +32,3 @@ export type TurnEvent = z.infer<typeof TurnEvent>;
 export function turnEventSubject(turnId: string): string {
   return `turns.events.${turnId}`;
 }
-
-export const turnEvent = defineEvent('turns.events.*', TurnEvent);

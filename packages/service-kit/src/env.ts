@@ -34,7 +34,10 @@ export function parseEnv<S extends z.ZodType>(
   schema: S,
   source: Record<string, string | undefined>,
 ): z.output<S> {
-  const result = z.safeParse(schema, source);
+  // Compose passes a variable left unset in .env as an empty string: that means "not set", so
+  // the setting's default applies.
+  const set = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== ''));
+  const result = z.safeParse(schema, set);
   if (result.success) return result.data;
   const problems = result.error.issues.map(
     (issue) => `  ${issue.path.join('.')}: ${issue.message}`,

@@ -21,6 +21,8 @@ export type ServiceOptions = {
   // Releases what the service holds (workers, bus, pools), in order. Runs once, on SIGTERM,
   // SIGINT, or when a dependency stays lost.
   onStop: () => Promise<void>;
+  // How the process ends after stopping; tests replace it.
+  exit?: (code: number) => void;
 };
 
 export type Service = {
@@ -34,6 +36,7 @@ const SHUTDOWN_TIMEOUT_MS = 15_000;
 
 export function createService(options: ServiceOptions): Service {
   const { logger } = options;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
@@ -61,7 +64,7 @@ export function createService(options: ServiceOptions): Service {
       clearInterval(watchdog);
       const forceExit = setTimeout(() => {
         logger.error('shutdown took too long; exiting');
-        process.exit(exitCode || 1);
+        exit(exitCode || 1);
       }, SHUTDOWN_TIMEOUT_MS);
       forceExit.unref();
       // Stop taking HTTP requests first, so nothing new starts while resources close.
@@ -73,7 +76,7 @@ export function createService(options: ServiceOptions): Service {
         logger.error({ err: error }, 'error while stopping');
       }
       logger.info('stopped');
-      process.exit(exitCode);
+      exit(exitCode);
     })();
     return stopping;
   }

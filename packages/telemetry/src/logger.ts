@@ -1,5 +1,5 @@
 import { trace } from '@opentelemetry/api';
-import { type Logger as PinoLogger, pino } from 'pino';
+import { type DestinationStream, type LoggerOptions, type Logger as PinoLogger, pino } from 'pino';
 
 export type Logger = PinoLogger;
 
@@ -17,8 +17,12 @@ const REDACTED_PATHS = [
   '*.databaseUrl',
 ];
 
-export function createLogger(service: string, level = 'info'): Logger {
-  return pino({
+export function createLogger(
+  service: string,
+  level = 'info',
+  destination?: DestinationStream,
+): Logger {
+  const options: LoggerOptions = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -30,5 +34,6 @@ export function createLogger(service: string, level = 'info'): Logger {
       if (!spanContext || !trace.isSpanContextValid(spanContext)) return {};
       return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

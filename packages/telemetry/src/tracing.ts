@@ -10,7 +10,7 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
 export { SpanKind };
@@ -25,13 +25,15 @@ export type TelemetryOptions = {
 export type Telemetry = { stop(): Promise<void> };
 
 export function startTelemetry(options: TelemetryOptions): Telemetry {
+  // Without an exporter a no-op processor still makes the SDK install its tracer provider (an
+  // empty list does not), so spans get real ids for logs and propagation.
   const spanProcessors = options.otlpEndpoint
     ? [
         new BatchSpanProcessor(
           new OTLPTraceExporter({ url: `${options.otlpEndpoint.replace(/\/$/, '')}/v1/traces` }),
         ),
       ]
-    : [];
+    : [new NoopSpanProcessor()];
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName }),
     spanProcessors,

@@ -10,8 +10,7 @@ const Env = z.object({
   JARVIS_ADMIN_KEY: z
     .string()
     .min(24, 'JARVIS_ADMIN_KEY must be at least 24 characters')
-    .optional()
-    .or(z.literal('').transform(() => undefined)),
+    .optional(),
   // Largest accepted request body, in bytes.
   BODY_LIMIT_BYTES: z.coerce
     .number()

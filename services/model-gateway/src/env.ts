@@ -1,25 +1,20 @@
 import { baseEnvShape, parseEnv } from '@jarvis/service-kit';
 import { z } from 'zod';
 
-const optionalString = z
-  .string()
-  .optional()
-  .transform((value) => (value === '' ? undefined : value));
-
 const Env = z.object({
   ...baseEnvShape,
   // Port of /healthz, /readyz and /metrics.
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8083),
   // Anthropic key; when set, Anthropic answers chat.
-  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_API_KEY: z.string().optional(),
   // Anthropic API base URL (a proxy or a compatible server).
-  ANTHROPIC_BASE_URL: optionalString,
+  ANTHROPIC_BASE_URL: z.string().optional(),
   // Anthropic model for chat.
   ANTHROPIC_CHAT_MODEL: z.string().default('claude-sonnet-4-5'),
   // OpenAI key; when set (and no Anthropic key), OpenAI answers chat.
-  OPENAI_API_KEY: optionalString,
+  OPENAI_API_KEY: z.string().optional(),
   // Base URL of OpenAI or any OpenAI-compatible server (vLLM, LM Studio, a test double).
-  OPENAI_BASE_URL: optionalString,
+  OPENAI_BASE_URL: z.string().optional(),
   // Model name for the OpenAI-compatible provider.
   OPENAI_CHAT_MODEL: z.string().default('gpt-4o-mini'),
   // Ollama server: the local provider when no cloud key is set.

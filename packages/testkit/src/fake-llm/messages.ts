@@ -18,7 +18,7 @@ export function estimateTokens(text: string): number {
 }
 
 /** Text parts only: OpenAI `{type:'text', text}` parts and Anthropic text blocks look alike. */
-export function extractText(content: unknown): string {
+function extractText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content

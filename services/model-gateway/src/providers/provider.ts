@@ -6,7 +6,7 @@ export type ChatCall = {
   temperature: number | undefined;
 };
 
-export type ChatResult = {
+type ChatResult = {
   content: string;
   model: string;
   finishReason: string;

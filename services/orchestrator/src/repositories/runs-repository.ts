@@ -1,7 +1,7 @@
 import type { ErrorInfo, Usage } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 
-export type RunStatus = 'queued' | 'running' | 'completed' | 'failed';
+type RunStatus = 'queued' | 'running' | 'completed' | 'failed';
 
 export type Run = {
   id: string;

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Validates compose.yaml and compose.yaml + compose.prod.yaml with a real Compose parser
+# (docker-compose 1.29, Debian's package; no Docker engine needed), then asserts the rules
+# infra/README.md promises on the *rendered* configuration, using python3 + PyYAML (both come
+# with docker-compose). Run from anywhere; `pnpm test` runs it from the repo root.
+# Prints one line per check and a final "compose: N passed, M failed".
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v docker-compose >/dev/null 2>&1; then
+  echo "check-compose: docker-compose not found. Install it: apt-get install -y docker-compose" >&2
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+created_env_prod=""
+cleanup() {
+  rm -rf "$tmp"
+  if [[ -n $created_env_prod ]]; then rm -f .env.prod; fi
+}
+trap cleanup EXIT
+
+# compose.prod.yaml reads `env_file: .env.prod`; validate against the documented example unless
+# a real one exists (then that one is validated, and left untouched).
+if [[ ! -f .env.prod ]]; then
+  cp infra/prod.env.example .env.prod
+  created_env_prod=1
+fi
+export JARVIS_DOMAIN="${JARVIS_DOMAIN:-jarvis.example.com}"
+export ACME_EMAIL="${ACME_EMAIL:-admin@example.com}"
+
+local_cfg=(-f compose.yaml)
+prod_cfg=(--env-file .env.prod -f compose.yaml -f compose.prod.yaml)
+# Rendered (merged, interpolated) configs for the structural checks; empty if rendering failed.
+docker-compose "${local_cfg[@]}" config >"$tmp/local.yaml" 2>/dev/null || : >"$tmp/local.yaml"
+docker-compose "${prod_cfg[@]}" config >"$tmp/prod.yaml" 2>/dev/null || : >"$tmp/prod.yaml"
+
+pass=0
+fail=0
+# check "description" command...: the command's output is appended on success, indented on failure.
+check() {
+  local desc=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    pass=$((pass + 1))
+    printf 'ok   %s%s\n' "$desc" "${out:+ ($out)}"
+  else
+    fail=$((fail + 1))
+    printf 'FAIL %s\n' "$desc"
+    if [[ -n $out ]]; then printf '%s\n' "$out" | sed 's/^/       /'; fi
+  fi
+}
+
+# Each production variable guarded by ${VAR:?} must make compose refuse to render without it.
+requires_prod_vars() {
+  local var rc out
+  for var in JARVIS_DOMAIN ACME_EMAIL POSTGRES_PASSWORD; do
+    grep -v "^$var=" infra/prod.env.example >"$tmp/missing.env"
+    rc=0
+    out=$(env -u JARVIS_DOMAIN -u ACME_EMAIL -u POSTGRES_PASSWORD \
+      docker-compose --env-file "$tmp/missing.env" -f compose.yaml -f compose.prod.yaml config -q 2>&1) || rc=$?
+    if [[ $rc -eq 0 || $out != *"$var"* ]]; then
+      echo "rendered without $var (rc=$rc): $out"
+      return 1
+    fi
+  done
+}
+
+# Structural assertions on a rendered config: python3 - <assertion> <rendered.yaml>
+cat >"$tmp/assert.py" <<'PY'
+import os, re, sys
+import yaml
+
+what, path = sys.argv[1], sys.argv[2]
+cfg = yaml.safe_load(open(path)) or {}
+services = cfg.get("services") or {}
+if not services:
+    sys.exit("config did not render (see the parse checks above)")
+APP = ["gateway", "orchestrator", "memory", "model-gateway", "tools", "scheduler"]
+ONE_SHOT = {"ollama-pull"}
+errors = []
+
+def published(svc):
+    out = []
+    for p in svc.get("ports") or []:
+        if isinstance(p, dict):
+            out.append(str(p.get("published", "")))
+        else:  # short syntax [ip:]host:container[/proto]
+            parts = str(p).split("/")[0].split(":")
+            out.append(parts[-2] if len(parts) > 1 else "(ephemeral)")
+    return out
+
+def size(v):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?)b?", str(v).strip().lower())
+    if not m:
+        raise ValueError(f"unparseable memory {v!r}")
+    return float(m.group(1)) * 1024 ** " kmg".index(m.group(2) or " ")
+
+if what == "healthchecks":
+    for name, svc in services.items():
+        hc = svc.get("healthcheck")
+        if hc:
+            if hc.get("disable") or hc.get("test") in (["NONE"], "NONE"):
+                errors.append(f"{name}: healthcheck disabled")
+        elif "build" in svc:
+            b = svc["build"]
+            df = os.path.join(b["context"], b.get("dockerfile", "Dockerfile"))
+            text = open(df).read() if os.path.exists(df) else ""
+            if not re.search(r"^HEALTHCHECK\s+(?!NONE)", text, re.M):
+                errors.append(f"{name}: no healthcheck in compose nor in {df}")
+        else:
+            errors.append(f"{name}: no healthcheck")
+
+elif what == "restart":
+    for name, svc in services.items():
+        want = "no" if name in ONE_SHOT else "unless-stopped"
+        if str(svc.get("restart")) != want:
+            errors.append(f"{name}: restart={svc.get('restart')!r}, want {want!r}")
+
+elif what == "depends":
+    need = {s: {"nats"} for s in APP}
+    for s in ["gateway", "orchestrator", "memory", "scheduler"]:
+        need[s].add("postgres")
+    for s in ["gateway", "orchestrator"]:
+        need[s].add("redis")
+    need["model-gateway"].add("ollama")
+    need["ollama-pull"] = {"ollama"}
+    for name, svc in services.items():
+        deps = svc.get("depends_on") or {}
+        if isinstance(deps, list):
+            deps = {d: {"condition": "service_started"} for d in deps}
+        for dep, how in deps.items():
+            if (how or {}).get("condition") != "service_healthy":
+                errors.append(f"{name} -> {dep}: condition is not service_healthy")
+        missing = need.get(name, set()) - set(deps)
+        if missing:
+            errors.append(f"{name}: missing depends_on {sorted(missing)}")
+    if "ollama-pull" in (services.get("model-gateway", {}).get("depends_on") or {}):
+        errors.append("model-gateway must not wait for ollama-pull (models download in the background)")
+
+elif what == "ports":
+    for name, svc in services.items():
+        ports = published(svc)
+        if name == "traefik":
+            if sorted(ports) != ["443", "80"]:
+                errors.append(f"traefik publishes {ports}, want exactly 80 and 443")
+        elif ports or svc.get("network_mode") == "host":
+            errors.append(f"{name} publishes {ports or 'the host network'}")
+
+elif what == "limits":
+    cpus = mem = 0.0
+    for name, svc in services.items():
+        lim = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
+        if "cpus" not in lim or "memory" not in lim:
+            errors.append(f"{name}: needs deploy.resources.limits.cpus and .memory")
+            continue
+        cpus += float(lim["cpus"])
+        mem += size(lim["memory"])
+    if cpus > 8:
+        errors.append(f"cpu limits total {cpus:g} > 8")
+    if mem > 16 * 1024 ** 3:
+        errors.append(f"memory limits total {mem / 1024 ** 3:.2f} GiB > 16")
+    if not errors:
+        print(f"{cpus:g} CPUs, {mem / 1024 ** 3:.2f} GiB")
+
+elif what == "prod-routing":
+    labels = services.get("gateway", {}).get("labels") or {}
+    if isinstance(labels, list):
+        labels = dict(l.split("=", 1) for l in labels)
+    domain = os.environ["JARVIS_DOMAIN"]
+    if labels.get("traefik.http.routers.jarvis.rule") != f"Host(`{domain}`)":
+        errors.append(f"gateway router rule is {labels.get('traefik.http.routers.jarvis.rule')!r}")
+    if not labels.get("traefik.http.routers.jarvis.tls.certresolver"):
+        errors.append("gateway router has no certresolver")
+    env = services.get("traefik", {}).get("environment") or {}
+    if not any(k.endswith("_ACME_STORAGE") for k in env):
+        errors.append("traefik has no ACME certificate resolver")
+    # env_file is inlined into `environment` by `config`: every .env.prod key must show up.
+    keys = [l.split("=", 1)[0] for l in open(".env.prod") if re.match(r"^[A-Za-z_]\w*=", l)]
+    for s in APP:
+        senv = services.get(s, {}).get("environment") or {}
+        absent = [k for k in keys if k not in senv]
+        if s == "tools":
+            if "POSTGRES_PASSWORD" in senv or "ANTHROPIC_API_KEY" in senv:
+                errors.append("tools must not receive .env.prod (secrets)")
+        elif absent:
+            errors.append(f"{s}: .env.prod not applied (missing {absent[:3]})")
+
+else:
+    sys.exit(f"unknown assertion {what}")
+
+if errors:
+    sys.exit("\n".join(errors))
+PY
+assert() { python3 "$tmp/assert.py" "$@"; }
+
+# Dockerfiles: one per service, multi-stage, non-root, /readyz healthcheck, node dist/main.js.
+dockerfiles() {
+  local svc f bad=0
+  for svc in gateway orchestrator memory model-gateway tools scheduler; do
+    f=services/$svc/Dockerfile
+    [[ -f $f ]] || { echo "$f missing"; bad=1; continue; }
+    [[ $(grep -c '^FROM ' "$f") -ge 2 ]] || { echo "$f: not multi-stage"; bad=1; }
+    grep -q '^USER node' "$f" || { echo "$f: no USER node"; bad=1; }
+    grep -q '^HEALTHCHECK .*readyz' "$f" || grep -A1 '^HEALTHCHECK' "$f" | grep -q readyz ||
+      { echo "$f: no /readyz HEALTHCHECK"; bad=1; }
+    grep -q '^CMD \["node", "dist/main.js"\]' "$f" || { echo "$f: CMD is not node dist/main.js"; bad=1; }
+    grep -q "deploy --prod --legacy" "$f" || { echo "$f: no pnpm deploy"; bad=1; }
+  done
+  grep -q 'chromium' services/tools/Dockerfile || { echo "tools: no chromium"; bad=1; }
+  return $bad
+}
+
+check "compose.yaml parses (docker-compose config -q)" docker-compose "${local_cfg[@]}" config -q
+check "compose.yaml + compose.prod.yaml parse (--env-file .env.prod)" docker-compose "${prod_cfg[@]}" config -q
+check "prod refuses to render without JARVIS_DOMAIN, ACME_EMAIL or POSTGRES_PASSWORD" requires_prod_vars
+check "every service has a healthcheck (compose, or HEALTHCHECK in its Dockerfile)" assert healthchecks "$tmp/local.yaml"
+check "every service restarts unless-stopped (one-shot ollama-pull: \"no\")" assert restart "$tmp/local.yaml"
+check "depends_on waits for service_healthy: nats; postgres; redis; ollama (not ollama-pull)" assert depends "$tmp/local.yaml"
+check "local: only traefik publishes ports, exactly 80 and 443" assert ports "$tmp/local.yaml"
+check "prod: only traefik publishes ports, exactly 80 and 443" assert ports "$tmp/prod.yaml"
+check "prod: every service has cpu+memory limits, total within 8 vCPU / 16 GiB" assert limits "$tmp/prod.yaml"
+check "prod: Let's Encrypt router on Host(JARVIS_DOMAIN); .env.prod reaches the services but tools" assert prod-routing "$tmp/prod.yaml"
+check "Dockerfiles: six, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
+
+echo "compose: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]

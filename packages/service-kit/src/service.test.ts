@@ -1,0 +1,132 @@
+import { ErrorBody } from '@jarvis/contracts';
+import { createLogger, createMetrics } from '@jarvis/telemetry';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpError } from './http-error';
+import { createService, type ServiceOptions } from './service';
+
+type Started = { url: string; exits: number[]; stopped: string[]; stop(): Promise<void> };
+
+const running: Started[] = [];
+
+async function startService(
+  overrides: Partial<ServiceOptions> = {},
+  addRoutes: (app: express.Express) => void = () => {},
+): Promise<Started> {
+  const exits: number[] = [];
+  const stopped: string[] = [];
+  const service = createService({
+    name: 'kit-test',
+    port: 0,
+    host: '127.0.0.1',
+    logger: createLogger('kit-test', 'silent'),
+    metrics: createMetrics('kit-test'),
+    checks: {},
+    dependencyLossExitMs: 60_000,
+    onStop: async () => {
+      stopped.push('resources');
+    },
+    exit: (code) => exits.push(code),
+    ...overrides,
+  });
+  addRoutes(service.app);
+  const { port } = await service.start();
+  const started = { url: `http://127.0.0.1:${port}`, exits, stopped, stop: () => service.stop() };
+  running.push(started);
+  return started;
+}
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((service) => service.stop()));
+});
+
+describe('createService', () => {
+  it('serves liveness, readiness from its checks, and Prometheus metrics', async () => {
+    let isNatsUp = true;
+    const { url } = await startService({
+      checks: { nats: () => isNatsUp, postgres: async () => true },
+    });
+    const live = await fetch(`${url}/healthz`);
+    expect(live.status).toBe(200);
+    expect(live.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
+      status: 'ready',
+      checks: { nats: true, postgres: true },
+    });
+    isNatsUp = false;
+    const notReady = await fetch(`${url}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({
+      status: 'unavailable',
+      checks: { nats: false, postgres: true },
+    });
+
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('process_resident_memory_bytes{service="kit-test"}');
+    expect(metrics).toContain('http_server_request_duration_seconds_count');
+  });
+
+  it('answers every error as JSON with its status', async () => {
+    const { url } = await startService({}, (app) => {
+      app.post('/echo', express.json({ limit: 64 }), (req, res) => {
+        res.json(req.body);
+      });
+      app.get('/typed', () => {
+        throw new HttpError('conflict', 'already there');
+      });
+      app.get('/crash', () => {
+        throw new Error('secret internals');
+      });
+    });
+    const post = (body: string) =>
+      fetch(`${url}/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+
+    const malformed = await post('{"a":');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({
+      error: { code: 'bad_request', message: 'request body is not valid JSON' },
+    });
+    const large = await post(JSON.stringify({ text: 'x'.repeat(200) }));
+    expect(large.status).toBe(413);
+    expect(ErrorBody.parse(await large.json()).error.code).toBe('payload_too_large');
+
+    const typed = await fetch(`${url}/typed`);
+    expect(typed.status).toBe(409);
+    expect(await typed.json()).toEqual({ error: { code: 'conflict', message: 'already there' } });
+
+    const crash = await fetch(`${url}/crash`);
+    expect(crash.status).toBe(500);
+    expect(await crash.json()).toEqual({ error: { code: 'internal', message: 'internal error' } });
+
+    const missing = await fetch(`${url}/nowhere`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({
+      error: { code: 'not_found', message: 'no route for GET /nowhere' },
+    });
+  });
+
+  it('exits non-zero once a dependency has been lost for too long', async () => {
+    const service = await startService({
+      checks: { redis: () => false },
+      dependencyLossExitMs: 300,
+    });
+    const deadline = Date.now() + 5_000;
+    while (service.exits.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(service.exits).toEqual([1]);
+    expect(service.stopped).toEqual(['resources']);
+  });
+
+  it('stops once, releasing resources, however often stop is called', async () => {
+    const service = await startService();
+    await Promise.all([service.stop(), service.stop()]);
+    expect(service.stopped).toEqual(['resources']);
+    expect(service.exits).toEqual([0]);
+  });
+});

@@ -17,7 +17,7 @@ import {
   type Subscription,
 } from 'nats';
 import { z } from 'zod';
-import { BusError, isBusError } from './bus-error';
+import { BusError, isBusError, isConnectionError } from './bus-error';
 import {
   carrierFrom,
   decodeJson,
@@ -52,6 +52,7 @@ export class Bus {
   readonly namespace: string;
   readonly logger: Logger;
   private connected = true;
+  private closing: Promise<void> | undefined;
 
   private constructor(nc: NatsConnection, options: BusOptions) {
     this.nc = nc;
@@ -104,7 +105,7 @@ export class Bus {
         } catch (error) {
           throw toBusError(error, contract.subject);
         }
-        const envelope = ReplyEnvelope.safeParse(decodeJson(reply.data));
+        const envelope = ReplyEnvelope.safeParse(safeDecode(reply.data));
         if (!envelope.success) {
           throw new BusError('internal', `malformed reply from ${contract.subject}`);
         }
@@ -163,6 +164,11 @@ export class Bus {
         } catch (error) {
           if (isBusError(error)) {
             envelope = { ok: false, error: error.toInfo() };
+          } else if (isConnectionError(error)) {
+            this.logger.warn({ err: error, subject: contract.subject }, 'dependency unreachable');
+            const service = serviceOf(contract.subject);
+            const message = `${service} cannot reach its database or cache`;
+            envelope = { ok: false, error: { code: 'unavailable', message } };
           } else {
             this.logger.error({ err: error, subject: contract.subject }, 'handler failed');
             envelope = { ok: false, error: { code: 'internal', message: 'internal error' } };
@@ -175,7 +181,7 @@ export class Bus {
 
   // Fire-and-forget event on core NATS (not durable: listeners that are away miss it).
   publish<P extends z.ZodType>(subject: string, schema: P, payload: z.input<P>): void {
-    const body = schema.parse(payload);
+    const body = parseOrThrow(schema, payload);
     this.nc.publish(this.subject(subject), encodeJson(body), {
       headers: headersFrom(injectTraceContext()),
     });
@@ -199,9 +205,11 @@ export class Bus {
     });
   }
 
-  async close(): Promise<void> {
-    if (this.nc.isClosed()) return;
-    await this.nc.drain();
+  // Safe to call from several shutdown paths at once: they share one drain.
+  close(): Promise<void> {
+    if (this.nc.isClosed()) return Promise.resolve();
+    this.closing ??= this.nc.drain();
+    return this.closing;
   }
 
   private async watchStatus(): Promise<void> {

@@ -11,7 +11,7 @@ import {
 } from 'nats';
 import type { z } from 'zod';
 import type { Bus } from './bus';
-import { carrierFrom, decodeJson, encodeJson, headersFrom } from './codec';
+import { carrierFrom, decodeJson, encodeJson, headersFrom, parseOrThrow } from './codec';
 
 export type WorkQueueOptions = {
   // Stream name, before the namespace prefix.
@@ -82,7 +82,7 @@ export async function publishWork<P extends z.ZodType>(
   payload: z.input<P>,
   messageId: string,
 ): Promise<void> {
-  const body = contract.payload.parse(payload);
+  const body = parseOrThrow(contract.payload, payload);
   await bus.nc.jetstream().publish(bus.subject(contract.subject), encodeJson(body), {
     msgID: messageId,
     headers: headersFrom(injectTraceContext()),

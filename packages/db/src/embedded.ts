@@ -19,7 +19,8 @@ export type EmbeddedPostgres = {
 };
 
 export function embeddedPostgresUrl(host: string, port: number): string {
-  return `postgres://postgres:postgres@${host}:${port}/postgres?sslmode=disable`;
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  return `postgres://postgres:postgres@${hostPart}:${port}/postgres?sslmode=disable`;
 }
 
 // Postgres with pgvector in WebAssembly, served over the wire protocol, so services use the
@@ -37,7 +38,13 @@ export async function startEmbeddedPostgres(
     port: options.port ?? EMBEDDED_POSTGRES_PORT,
     maxConnections: 200,
   });
-  await server.start();
+  try {
+    await server.start();
+  } catch (error) {
+    // Close the database, or a retry on the same folder would open it a second time.
+    await db.close();
+    throw error;
+  }
   const port = Number(server.getServerConn().split(':').at(-1));
   return {
     url: embeddedPostgresUrl(host, port),

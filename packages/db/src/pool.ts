@@ -2,6 +2,8 @@ import pg from 'pg';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
+// Either the pool or a client inside a transaction: repositories accept both.
+export type Queryable = pg.Pool | pg.PoolClient;
 
 export type PoolOptions = {
   url: string;

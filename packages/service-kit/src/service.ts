@@ -67,9 +67,13 @@ export function createService(options: ServiceOptions): Service {
         exit(exitCode || 1);
       }, SHUTDOWN_TIMEOUT_MS);
       forceExit.unref();
-      // Stop taking HTTP requests first, so nothing new starts while resources close.
-      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-      server?.closeAllConnections();
+      // Stop taking HTTP requests first, so nothing new starts while resources close. Idle
+      // keep-alive connections would otherwise hold the close open until they time out.
+      const closed = new Promise<void>((resolve) =>
+        server ? server.close(() => resolve()) : resolve(),
+      );
+      server?.closeIdleConnections();
+      await closed;
       try {
         await options.onStop();
       } catch (error) {

@@ -1,11 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Bus } from '@jarvis/bus';
-import { createPool, type Pool, startEmbeddedPostgres } from '@jarvis/db';
-import { createLogger } from '@jarvis/telemetry';
+
+export { makeTempDir, startTestDatabase, type TestDatabase } from '@jarvis/db/testing';
+
 import { Redis } from 'ioredis';
 
 // The real NATS and Redis of this machine (or CI's); tests never mock them.
@@ -27,40 +24,6 @@ export async function freePort(): Promise<number> {
       const port = typeof address === 'object' && address ? address.port : 0;
       server.close(() => resolve(port));
     });
-  });
-}
-
-export async function makeTempDir(
-  label: string,
-): Promise<{ path: string; remove(): Promise<void> }> {
-  const path = await mkdtemp(join(tmpdir(), `jarvis-${label}-`));
-  return { path, remove: () => rm(path, { recursive: true, force: true }) };
-}
-
-export type TestDatabase = { url: string; pool: Pool; stop(): Promise<void> };
-
-// The embedded Postgres (pgvector included) in this process, on a free port and a temp folder.
-export async function startTestDatabase(): Promise<TestDatabase> {
-  const dir = await makeTempDir('pg');
-  const postgres = await startEmbeddedPostgres({ dataDir: dir.path, port: 0 });
-  const pool = createPool({ url: postgres.url, applicationName: 'test', max: 4 });
-  return {
-    url: postgres.url,
-    pool,
-    async stop() {
-      await pool.end();
-      await postgres.stop();
-      await dir.remove();
-    },
-  };
-}
-
-export async function connectTestBus(namespace = uniqueNamespace()): Promise<Bus> {
-  return Bus.connect({
-    url: NATS_URL,
-    namespace,
-    name: 'test',
-    logger: createLogger('test', 'silent'),
   });
 }
 

@@ -1,18 +1,15 @@
-import type { Pool, PoolClient } from '@jarvis/db';
+import type { Pool, Queryable } from '@jarvis/db';
 
 export type KeyScope = 'user' | 'admin';
 
 export type Principal = { userId: string; userName: string; keyId: string; scope: KeyScope };
 
-export async function insertUser(
-  db: Pool | PoolClient,
-  user: { id: string; name: string },
-): Promise<void> {
+export async function insertUser(db: Queryable, user: { id: string; name: string }): Promise<void> {
   await db.query('INSERT INTO gateway.users (id, name) VALUES ($1, $2)', [user.id, user.name]);
 }
 
 export async function insertApiKey(
-  db: Pool | PoolClient,
+  db: Queryable,
   key: { id: string; userId: string; prefix: string; hash: string; scope: KeyScope },
 ): Promise<void> {
   await db.query(
@@ -23,18 +20,34 @@ export async function insertApiKey(
   );
 }
 
-export async function hasAdminKey(db: Pool | PoolClient): Promise<boolean> {
+export async function hasAdminKey(db: Queryable): Promise<boolean> {
   const { rows } = await db.query(
     "SELECT 1 FROM gateway.api_keys WHERE scope = 'admin' AND revoked_at IS NULL LIMIT 1",
   );
   return rows.length > 0;
 }
 
-export async function findAdminUserId(db: Pool | PoolClient): Promise<string | undefined> {
+export async function findAdminUserId(db: Queryable): Promise<string | undefined> {
   const { rows } = await db.query<{ user_id: string }>(
     "SELECT user_id FROM gateway.api_keys WHERE scope = 'admin' ORDER BY created_at LIMIT 1",
   );
   return rows[0]?.user_id;
+}
+
+export async function findKeyScope(db: Queryable, hash: string): Promise<KeyScope | undefined> {
+  const { rows } = await db.query<{ scope: KeyScope }>(
+    'SELECT scope FROM gateway.api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+    [hash],
+  );
+  return rows[0]?.scope;
+}
+
+export async function revokeOtherAdminKeys(db: Queryable, keepHash: string): Promise<void> {
+  await db.query(
+    `UPDATE gateway.api_keys SET revoked_at = now()
+     WHERE scope = 'admin' AND key_hash <> $1 AND revoked_at IS NULL`,
+    [keepHash],
+  );
 }
 
 export async function findPrincipalByKeyHash(

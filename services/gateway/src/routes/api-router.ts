@@ -1,5 +1,5 @@
 import type { Bus } from '@jarvis/bus';
-import { BusError } from '@jarvis/bus';
+import { BusError, isConnectionError } from '@jarvis/bus';
 import { ChatRequest, CreateUserRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
@@ -42,7 +42,10 @@ export function createApiRouter(deps: ApiDeps): Router {
 
   // Typed errors from the services keep their code; the service kit answers them.
   router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
-    next(error instanceof BusError ? new HttpError(error.code, error.message) : error);
+    if (error instanceof BusError) next(new HttpError(error.code, error.message));
+    else if (isConnectionError(error)) {
+      next(new HttpError('unavailable', 'the gateway cannot reach its database'));
+    } else next(error);
   });
   return router;
 }

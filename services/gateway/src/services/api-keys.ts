@@ -4,19 +4,21 @@ import { type Pool, withTransaction } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import {
   findAdminUserId,
+  findKeyScope,
   findPrincipalByKeyHash,
   hasAdminKey,
   insertApiKey,
   insertUser,
   type KeyScope,
   type Principal,
+  revokeOtherAdminKeys,
   touchApiKey,
 } from '../repositories/users-repository';
 
 const KEY_PREFIX = 'jv_';
 const VISIBLE_CHARS = 8;
 
-export function hashApiKey(key: string): string {
+function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
@@ -60,13 +62,22 @@ export async function ensureAdminKey(
       adminId = randomUUID();
       await insertUser(db, { id: adminId, name: 'admin' });
     }
-    await insertApiKey(db, {
-      id: randomUUID(),
-      userId: adminId,
-      prefix: visiblePrefix(key),
-      hash: hashApiKey(key),
-      scope: 'admin',
-    });
+    const hash = hashApiKey(key);
+    const existingScope = await findKeyScope(db, hash);
+    if (existingScope === 'user') {
+      throw new Error('JARVIS_ADMIN_KEY is already the API key of a user; choose another');
+    }
+    if (!existingScope) {
+      await insertApiKey(db, {
+        id: randomUUID(),
+        userId: adminId,
+        prefix: visiblePrefix(key),
+        hash,
+        scope: 'admin',
+      });
+    }
+    // Changing JARVIS_ADMIN_KEY is how a leaked admin key is replaced: the old ones stop working.
+    if (configuredKey) await revokeOtherAdminKeys(db, hash);
     return { generatedKey: configuredKey ? undefined : key };
   });
 }

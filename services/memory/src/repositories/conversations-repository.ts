@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from '@jarvis/db';
+import type { PoolClient, Queryable } from '@jarvis/db';
 
 export async function findConversation(
-  db: PoolClient,
+  db: Queryable,
   userId: string,
   conversationId: string,
 ): Promise<string | undefined> {

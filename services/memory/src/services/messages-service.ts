@@ -36,10 +36,12 @@ export async function recallContext(
   pool: Pool,
   request: { userId: string; conversationId: string; recentLimit: number },
 ): Promise<MemoryRecallResponse> {
+  const conversationId = await findConversation(pool, request.userId, request.conversationId);
+  if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const recent = await listRecentMessages(
     pool,
     request.userId,
-    request.conversationId,
+    conversationId,
     request.recentLimit,
   );
   return { recent };

@@ -16,7 +16,9 @@ export function createAnthropicProvider(options: AnthropicOptions): ChatProvider
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     timeout: options.timeoutMs,
-    maxRetries: 1,
+    // One attempt, so MODEL_TIMEOUT_MS bounds the whole call; retries with backoff and
+    // fallbacks belong to the routing layer (model-gateway issue).
+    maxRetries: 0,
   });
   return {
     name: 'anthropic',

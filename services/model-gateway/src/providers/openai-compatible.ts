@@ -15,7 +15,9 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     timeout: options.timeoutMs,
-    maxRetries: 1,
+    // One attempt, so MODEL_TIMEOUT_MS bounds the whole call; retries with backoff and
+    // fallbacks belong to the routing layer (model-gateway issue).
+    maxRetries: 0,
   });
   return {
     name: options.name,

@@ -1,3 +1,4 @@
+import { BusError } from '@jarvis/bus';
 import type { ErrorInfo, Usage } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 
@@ -74,7 +75,8 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
   const row = inserted.rows[0];
   if (row) return toRun(row);
   const existing = await findRunByTurn(db, run.userId, run.turnId);
-  if (!existing) throw new Error('run conflict without an existing run');
+  // The turn id belongs to another user's run: never reveal or reuse it.
+  if (!existing) throw new BusError('conflict', 'turn id already in use');
   return existing;
 }
 

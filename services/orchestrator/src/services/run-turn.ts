@@ -60,7 +60,17 @@ export async function runTurn(
     deps.lockLeaseMs,
   );
   if (!lock) return { type: 'retry', delayMs: LOCKED_RETRY_MS };
-  const renewal = setInterval(() => void lock.renew(), Math.max(deps.lockLeaseMs / 3, 100));
+  const renewal = setInterval(
+    () => {
+      lock.renew().then(
+        (isHeld) => {
+          if (!isHeld) deps.logger.warn({ turnId: run.turnId }, 'conversation lock lease lost');
+        },
+        (error: unknown) => deps.logger.warn({ err: error }, 'conversation lock renewal failed'),
+      );
+    },
+    Math.max(deps.lockLeaseMs / 3, 100),
+  );
   try {
     await markRunStarted(deps.pool, run.id);
     const event = await answer(deps, run);
@@ -84,7 +94,8 @@ export async function runTurn(
     return { type: 'ack' };
   } finally {
     clearInterval(renewal);
-    await lock.release();
+    // If Redis is gone the lease simply expires; the turn's outcome stands either way.
+    await lock.release().catch(() => {});
   }
 }
 

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { embeddedPostgresUrl } from './embedded';
+import { createPool, isDatabaseReachable, withTransaction } from './pool';
+import { startTestDatabase, type TestDatabase } from './testing';
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await startTestDatabase();
+  await database.pool.query('CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)');
+});
+
+afterAll(async () => {
+  await database?.stop();
+});
+
+async function noteIds(): Promise<number[]> {
+  const { rows } = await database.pool.query<{ id: number }>('SELECT id FROM notes ORDER BY id');
+  return rows.map((row) => row.id);
+}
+
+async function deleteNotes(): Promise<void> {
+  await database.pool.query('DELETE FROM notes');
+}
+
+describe('withTransaction', () => {
+  it('commits and returns what the function returned', async () => {
+    await deleteNotes();
+
+    const result = await withTransaction(database.pool, async (client) => {
+      await client.query('INSERT INTO notes (id, body) VALUES (1, $1), (2, $2)', ['a', 'b']);
+      const { rows } = await client.query<{ count: number }>(
+        'SELECT count(*)::int AS count FROM notes',
+      );
+      return rows[0]?.count;
+    });
+
+    expect(result).toBe(2);
+    expect(await noteIds()).toEqual([1, 2]);
+  });
+
+  it('rolls back everything and rethrows the same error when the function throws', async () => {
+    await deleteNotes();
+    const failure = new Error('changed my mind');
+
+    await expect(
+      withTransaction(database.pool, async (client) => {
+        await client.query("INSERT INTO notes (id, body) VALUES (1, 'a')");
+        await client.query("INSERT INTO notes (id, body) VALUES (2, 'b')");
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+
+    expect(await noteIds()).toEqual([]);
+  });
+
+  it('rolls back when a statement fails', async () => {
+    await deleteNotes();
+    await database.pool.query("INSERT INTO notes (id, body) VALUES (1, 'kept')");
+
+    await expect(
+      withTransaction(database.pool, async (client) => {
+        await client.query("UPDATE notes SET body = 'changed' WHERE id = 1");
+        await client.query("INSERT INTO notes (id, body) VALUES (1, 'duplicate')");
+      }),
+    ).rejects.toThrow(/duplicate key/);
+
+    const { rows } = await database.pool.query('SELECT id, body FROM notes');
+    expect(rows).toEqual([{ id: 1, body: 'kept' }]);
+  });
+
+  it('returns its client to the pool, even after failures', async () => {
+    // The test pool holds 4 clients: a leaked one per call would exhaust it by the fifth call.
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      await expect(
+        withTransaction(database.pool, async () => {
+          throw new Error(`attempt ${attempt}`);
+        }),
+      ).rejects.toThrow(`attempt ${attempt}`);
+    }
+    await withTransaction(database.pool, async (client) => client.query('SELECT 1'));
+
+    expect(database.pool.totalCount).toBeLessThanOrEqual(4);
+    expect(database.pool.idleCount).toBe(database.pool.totalCount);
+    expect(database.pool.waitingCount).toBe(0);
+  });
+});
+
+describe('the embedded Postgres behind a pool', () => {
+  it('hides an open transaction from the queries of other connections', async () => {
+    await deleteNotes();
+    const writer = await database.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query("INSERT INTO notes (id, body) VALUES (7, 'uncommitted')");
+
+      // All connections share one WebAssembly Postgres session: only the server holding other
+      // queries until the transaction ends keeps them from seeing (or joining) it.
+      const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+      // Gives the reader's query time to reach the server while the transaction is open.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await writer.query('ROLLBACK');
+
+      const { rows } = await reader;
+      expect(rows).toEqual([]);
+    } finally {
+      writer.release();
+    }
+    expect(await noteIds()).toEqual([]);
+  });
+
+  it('lets another connection see a transaction once it commits', async () => {
+    await deleteNotes();
+    const writer = await database.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query("INSERT INTO notes (id, body) VALUES (8, 'committed')");
+      const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await writer.query('COMMIT');
+
+      const { rows } = await reader;
+      expect(rows).toEqual([{ id: 8 }]);
+    } finally {
+      writer.release();
+    }
+  });
+
+  it('rolls back the transaction of a connection that drops, and lets the others go on', async () => {
+    await deleteNotes();
+    const writer = await database.pool.connect();
+    await writer.query('BEGIN');
+    await writer.query("INSERT INTO notes (id, body) VALUES (9, 'orphaned')");
+    const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+    // Destroys the connection instead of returning it: a service crashing mid-transaction.
+    writer.release(true);
+
+    const { rows } = await reader;
+    expect(rows).toEqual([]);
+    expect(await noteIds()).toEqual([]);
+  });
+
+  it('has pgvector', async () => {
+    const { rows } = await database.pool.query<{ distance: unknown }>(
+      "SELECT '[1,2,3]'::vector <=> '[1,2,4]'::vector AS distance",
+    );
+    const distance = rows[0]?.distance;
+
+    expect(typeof distance).toBe('number');
+    // Cosine distance: 1 - 17 / (sqrt(14) * sqrt(21)).
+    expect(distance).toBeCloseTo(1 - 17 / Math.sqrt(14 * 21), 6);
+  });
+});
+
+describe('isDatabaseReachable', () => {
+  it('is true for a running database', async () => {
+    expect(await isDatabaseReachable(database.pool)).toBe(true);
+  });
+
+  it('is false, quickly, where nothing listens', async () => {
+    const pool = createPool({
+      url: embeddedPostgresUrl('127.0.0.1', 1),
+      applicationName: 'pool-test',
+    });
+    try {
+      const startedAt = Date.now();
+      expect(await isDatabaseReachable(pool)).toBe(false);
+      expect(Date.now() - startedAt).toBeLessThan(2_000);
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, BusError } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
+import {
+  MESSAGE_MAX_CHARS,
+  type MemoryAppendRequest,
+  memoryAppend,
+  memoryRecall,
+} from '@jarvis/contracts';
+import { migrate } from '@jarvis/db';
+import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerHandlers } from './handlers';
+
+let db: TestDatabase;
+let serverBus: Bus;
+let clientBus: Bus;
+let subscriptions: ReturnType<typeof registerHandlers>;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  await migrate(db.pool, {
+    schema: 'memory',
+    directory: new URL('../migrations', import.meta.url),
+  });
+  const namespace = uniqueNamespace('memory');
+  serverBus = await connectTestBus(namespace);
+  clientBus = await connectTestBus(namespace);
+  subscriptions = registerHandlers(serverBus, db.pool);
+  // A request published before the server's SUB reached NATS would find no responders.
+  await serverBus.nc.flush();
+});
+
+afterAll(async () => {
+  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
+  await clientBus?.close();
+  await serverBus?.close();
+  await db?.stop();
+});
+
+async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof BusError) return error;
+    throw error;
+  }
+  throw new Error('expected the request to fail with a BusError');
+}
+
+// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
+// validation at its edge is what answers.
+async function sendRaw(subject: string, body: unknown): Promise<unknown> {
+  const reply = await clientBus.nc.request(
+    clientBus.subject(subject),
+    new TextEncoder().encode(JSON.stringify(body)),
+    { timeout: 5_000 },
+  );
+  return JSON.parse(new TextDecoder().decode(reply.data));
+}
+
+async function countRows(sql: string, params: unknown[]): Promise<number> {
+  const { rows } = await db.pool.query<{ count: string }>(sql, params);
+  return Number(rows[0]?.count);
+}
+
+function append(userId: string, content: string, conversationId?: string) {
+  return clientBus.request(memoryAppend, {
+    userId,
+    role: 'user',
+    content,
+    ...(conversationId ? { conversationId } : {}),
+  });
+}
+
+describe('memory.messages.append', () => {
+  it("creates the user's default conversation on the first append and reuses it", async () => {
+    const userId = randomUUID();
+
+    const first = await append(userId, 'hello');
+    const second = await append(userId, 'again');
+
+    expect(first.isDuplicate).toBe(false);
+    expect(first.message).toMatchObject({ role: 'user', content: 'hello' });
+    expect(second.message.conversationId).toBe(first.message.conversationId);
+    expect(second.message.id).not.toBe(first.message.id);
+    const { rows } = await db.pool.query<{ id: string; is_default: boolean }>(
+      'SELECT id, is_default FROM memory.conversations WHERE user_id = $1',
+      [userId],
+    );
+    expect(rows).toEqual([{ id: first.message.conversationId, is_default: true }]);
+  });
+
+  it('puts concurrent first appends of a new user into one conversation', async () => {
+    const userId = randomUUID();
+
+    const replies = await Promise.all(
+      Array.from({ length: 5 }, (_, index) => append(userId, `racing ${index}`)),
+    );
+
+    const conversationIds = new Set(replies.map((reply) => reply.message.conversationId));
+    expect(conversationIds.size).toBe(1);
+    expect(
+      await countRows('SELECT count(*) FROM memory.conversations WHERE user_id = $1', [userId]),
+    ).toBe(1);
+    expect(
+      await countRows('SELECT count(*) FROM memory.messages WHERE user_id = $1', [userId]),
+    ).toBe(5);
+  });
+
+  it('appends to a conversation named by id', async () => {
+    const userId = randomUUID();
+    const { message: first } = await append(userId, 'start');
+
+    const { message } = await append(userId, 'named', first.conversationId);
+
+    expect(message.conversationId).toBe(first.conversationId);
+    expect(message.content).toBe('named');
+  });
+
+  it('stores a retried append with the same idempotency key once', async () => {
+    const userId = randomUUID();
+    const request: MemoryAppendRequest = {
+      userId,
+      role: 'user',
+      content: 'only once',
+      idempotencyKey: `turn:${randomUUID()}:user`,
+    };
+
+    const first = await clientBus.request(memoryAppend, request);
+    const retry = await clientBus.request(memoryAppend, request);
+
+    expect(first.isDuplicate).toBe(false);
+    expect(retry.isDuplicate).toBe(true);
+    expect(retry.message).toEqual(first.message);
+    expect(
+      await countRows(
+        'SELECT count(*) FROM memory.messages WHERE user_id = $1 AND idempotency_key = $2',
+        [userId, request.idempotencyKey],
+      ),
+    ).toBe(1);
+  });
+
+  it("answers not_found for another user's conversation and stores nothing there", async () => {
+    const owner = randomUUID();
+    const intruder = randomUUID();
+    const { message } = await append(owner, 'private');
+
+    const error = await catchBusError(append(intruder, 'let me in', message.conversationId));
+
+    expect(error.code).toBe('not_found');
+    expect(
+      await countRows('SELECT count(*) FROM memory.messages WHERE conversation_id = $1', [
+        message.conversationId,
+      ]),
+    ).toBe(1);
+    expect(
+      await countRows('SELECT count(*) FROM memory.messages WHERE user_id = $1', [intruder]),
+    ).toBe(0);
+  });
+
+  it('answers not_found for a conversation id that does not exist', async () => {
+    const error = await catchBusError(append(randomUUID(), 'hello', randomUUID()));
+
+    expect(error.code).toBe('not_found');
+  });
+});
+
+describe('memory.recall', () => {
+  it('returns the last N messages of the conversation, oldest first', async () => {
+    const userId = randomUUID();
+    const { message: first } = await append(userId, 'message 0');
+    const conversationId = first.conversationId;
+    for (let index = 1; index < 6; index += 1) {
+      await clientBus.request(memoryAppend, {
+        userId,
+        conversationId,
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: `message ${index}`,
+      });
+    }
+
+    const { recent } = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId,
+      recentLimit: 3,
+    });
+
+    expect(recent.map((message) => message.content)).toEqual([
+      'message 3',
+      'message 4',
+      'message 5',
+    ]);
+    expect(recent.map((message) => message.role)).toEqual(['assistant', 'user', 'assistant']);
+    expect(recent.every((message) => message.conversationId === conversationId)).toBe(true);
+  });
+
+  it("answers another user's conversation exactly like a missing one", async () => {
+    const owner = randomUUID();
+    const other = randomUUID();
+    const { message } = await append(owner, 'secret');
+    await append(other, 'mine');
+
+    const recall = (conversationId: string) =>
+      clientBus.request(memoryRecall, { userId: other, conversationId });
+    await expect(recall(message.conversationId)).rejects.toMatchObject({
+      code: 'not_found',
+      message: 'conversation not found',
+    });
+    await expect(recall(randomUUID())).rejects.toMatchObject({
+      code: 'not_found',
+      message: 'conversation not found',
+    });
+  });
+});
+
+describe('request validation at the edge', () => {
+  const userId = randomUUID();
+
+  it.each([
+    ['empty content', 'memory.messages.append', { userId, role: 'user', content: '' }, 'content'],
+    [
+      'content over the limit',
+      'memory.messages.append',
+      { userId, role: 'user', content: 'x'.repeat(MESSAGE_MAX_CHARS + 1) },
+      'content',
+    ],
+    [
+      'a userId that is not a uuid',
+      'memory.messages.append',
+      { userId: 'not-a-uuid', role: 'user', content: 'hi' },
+      'userId',
+    ],
+    [
+      'a conversationId that is not a uuid',
+      'memory.recall',
+      { userId, conversationId: '1234' },
+      'conversationId',
+    ],
+    [
+      'recentLimit 0',
+      'memory.recall',
+      { userId, conversationId: randomUUID(), recentLimit: 0 },
+      'recentLimit',
+    ],
+  ])('answers bad_request to %s', async (_label, subject, body, field) => {
+    const reply = await sendRaw(subject, body);
+
+    expect(reply).toEqual({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringContaining(field) },
+    });
+  });
+
+  it('accepts content of exactly the limit', async () => {
+    const { message } = await append(randomUUID(), 'y'.repeat(MESSAGE_MAX_CHARS));
+
+    expect(message.content).toHaveLength(MESSAGE_MAX_CHARS);
+  });
+
+  it('rejects an invalid request in the client too, with bad_request', async () => {
+    const error = await catchBusError(append(userId, ''));
+
+    expect(error.code).toBe('bad_request');
+  });
+});

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
+import { type TurnEvent, TurnEvent as TurnEventSchema, turnEventSubject } from '@jarvis/contracts';
+import { migrate } from '@jarvis/db';
+import { createLogger } from '@jarvis/telemetry';
+import {
+  connectTestRedis,
+  startTestDatabase,
+  type TestDatabase,
+  uniqueNamespace,
+  waitFor,
+} from '@jarvis/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tryLockConversation } from '../conversation-lock';
+import {
+  findRunByTurn,
+  insertRun,
+  markRunCompleted,
+  markRunStarted,
+  type NewRun,
+} from '../repositories/runs-repository';
+import { runTurn, type TurnDeps } from './run-turn';
+
+// No memory or model gateway answers in this namespace: these tests cover the paths a turn takes
+// before it needs them, and what it does when memory cannot be reached. The full turn is
+// covered end to end in /e2e.
+const MAX_DELIVER = 3;
+
+let db: TestDatabase;
+let bus: Bus;
+let listener: Bus;
+let redis: Redis;
+let deps: TurnDeps;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  await migrate(db.pool, {
+    schema: 'orchestrator',
+    directory: new URL('../../migrations', import.meta.url),
+  });
+  const namespace = uniqueNamespace('orchestrator');
+  bus = await connectTestBus(namespace);
+  listener = await connectTestBus(namespace);
+  redis = connectTestRedis();
+  deps = {
+    bus,
+    pool: db.pool,
+    redis,
+    logger: createLogger('orchestrator-test', 'silent'),
+    historyLimit: 50,
+    modelCallTimeoutMs: 5_000,
+    lockLeaseMs: 5_000,
+    maxDeliver: MAX_DELIVER,
+  };
+});
+
+afterAll(async () => {
+  await listener?.close();
+  await bus?.close();
+  await redis?.quit();
+  await db?.stop();
+});
+
+type Turn = {
+  turnId: string;
+  runId: string;
+  userId: string;
+  conversationId: string;
+  userMessageId: string;
+};
+
+function newRun(): NewRun {
+  return {
+    id: randomUUID(),
+    turnId: randomUUID(),
+    userId: randomUUID(),
+    conversationId: randomUUID(),
+    userMessageId: randomUUID(),
+    traceId: undefined,
+  };
+}
+
+async function queueRun(): Promise<Turn> {
+  const run = await insertRun(db.pool, newRun());
+  return {
+    turnId: run.turnId,
+    runId: run.id,
+    userId: run.userId,
+    conversationId: run.conversationId,
+    userMessageId: run.userMessageId,
+  };
+}
+
+// Collects the events published for one turn; the subscription is live on return.
+async function listenToTurn(turnId: string): Promise<{ events: TurnEvent[]; stop(): void }> {
+  const events: TurnEvent[] = [];
+  const subscription = listener.subscribe(turnEventSubject(turnId), TurnEventSchema, (event) =>
+    events.push(event),
+  );
+  await listener.nc.flush();
+  return { events, stop: () => subscription.unsubscribe() };
+}
+
+describe('runTurn', () => {
+  it('drops a turn that has no run', async () => {
+    const outcome = await runTurn(
+      deps,
+      {
+        turnId: randomUUID(),
+        runId: randomUUID(),
+        userId: randomUUID(),
+        conversationId: randomUUID(),
+        userMessageId: randomUUID(),
+      },
+      1,
+    );
+
+    expect(outcome).toEqual({ type: 'drop' });
+  });
+
+  it('does not find a run through another user', async () => {
+    const turn = await queueRun();
+
+    const outcome = await runTurn(deps, { ...turn, userId: randomUUID() }, 1);
+
+    expect(outcome).toEqual({ type: 'drop' });
+    expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.status).toBe('queued');
+  });
+
+  it('announces the stored reply again when a completed turn is redelivered', async () => {
+    const turn = await queueRun();
+    const replyId = randomUUID();
+    await db.pool.query(
+      `UPDATE orchestrator.runs SET status = 'completed', reply_message_id = $2,
+         reply_content = 'Purple.', input_tokens = 40, output_tokens = 3, attempts = 1
+       WHERE id = $1`,
+      [turn.runId, replyId],
+    );
+    const listening = await listenToTurn(turn.turnId);
+
+    const outcome = await runTurn(deps, turn, 2);
+
+    expect(outcome).toEqual({ type: 'ack' });
+    const event = await waitFor(() => listening.events[0], { what: 'the done event' });
+    listening.stop();
+    expect(event).toEqual({
+      type: 'done',
+      turnId: turn.turnId,
+      runId: turn.runId,
+      conversationId: turn.conversationId,
+      reply: { id: replyId, role: 'assistant', content: 'Purple.' },
+      usage: { inputTokens: 40, outputTokens: 3 },
+    });
+    // Nothing ran again.
+    expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.attempts).toBe(1);
+  });
+
+  it('announces the stored error again when a failed turn is redelivered', async () => {
+    const turn = await queueRun();
+    await db.pool.query(
+      `UPDATE orchestrator.runs SET status = 'failed', error_code = 'timeout',
+         error_message = 'openai model m did not answer in time'
+       WHERE id = $1`,
+      [turn.runId],
+    );
+    const listening = await listenToTurn(turn.turnId);
+
+    const outcome = await runTurn(deps, turn, 2);
+
+    expect(outcome).toEqual({ type: 'ack' });
+    const event = await waitFor(() => listening.events[0], { what: 'the failed event' });
+    listening.stop();
+    expect(event).toEqual({
+      type: 'failed',
+      turnId: turn.turnId,
+      runId: turn.runId,
+      conversationId: turn.conversationId,
+      error: { code: 'timeout', message: 'openai model m did not answer in time' },
+    });
+  });
+
+  it('retries shortly, without starting the run, while its conversation is locked', async () => {
+    const turn = await queueRun();
+    const other = await tryLockConversation(redis, bus.namespace, turn.conversationId, 5_000);
+    expect(other).toBeDefined();
+
+    const outcome = await runTurn(deps, turn, 1);
+    await other?.release();
+
+    expect(outcome).toEqual({ type: 'retry', delayMs: 250 });
+    const run = await findRunByTurn(db.pool, turn.userId, turn.turnId);
+    expect(run).toMatchObject({ status: 'queued', attempts: 0 });
+  });
+
+  it('retries with backoff while memory cannot be reached, and releases the lock', async () => {
+    const turn = await queueRun();
+
+    const outcome = await runTurn(deps, turn, 2);
+
+    expect(outcome).toEqual({ type: 'retry', delayMs: 2_000 });
+    const run = await findRunByTurn(db.pool, turn.userId, turn.turnId);
+    expect(run).toMatchObject({ status: 'running', attempts: 1, error: null });
+    const lock = await tryLockConversation(redis, bus.namespace, turn.conversationId, 5_000);
+    expect(lock).toBeDefined();
+    await lock?.release();
+  });
+
+  it('fails the run and announces it on the last delivery', async () => {
+    const turn = await queueRun();
+    const listening = await listenToTurn(turn.turnId);
+
+    const outcome = await runTurn(deps, turn, MAX_DELIVER);
+
+    expect(outcome).toEqual({ type: 'ack' });
+    const event = await waitFor(() => listening.events[0], { what: 'the failed event' });
+    listening.stop();
+    expect(event).toEqual({
+      type: 'failed',
+      turnId: turn.turnId,
+      runId: turn.runId,
+      conversationId: turn.conversationId,
+      error: { code: 'unavailable', message: 'memory service is not available' },
+    });
+    const run = await findRunByTurn(db.pool, turn.userId, turn.turnId);
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: { code: 'unavailable', message: 'memory service is not available' },
+    });
+  });
+});
+
+// The run row is what makes a re-submitted or redelivered turn safe; these live here rather than
+// in runs-repository.test.ts so the suite boots one embedded Postgres, not two.
+describe('runs repository', () => {
+  it('returns the existing run when the same turn is submitted again', async () => {
+    const request = newRun();
+    const first = await insertRun(db.pool, request);
+
+    const again = await insertRun(db.pool, { ...request, id: randomUUID() });
+
+    expect(first).toMatchObject({ id: request.id, status: 'queued', attempts: 0 });
+    expect(again.id).toBe(first.id);
+    const { rows } = await db.pool.query('SELECT id FROM orchestrator.runs WHERE turn_id = $1', [
+      request.turnId,
+    ]);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("never hands out another user's run for a reused turn id", async () => {
+    const request = newRun();
+    await insertRun(db.pool, request);
+
+    await expect(insertRun(db.pool, { ...newRun(), turnId: request.turnId })).rejects.toThrow();
+    expect(await findRunByTurn(db.pool, randomUUID(), request.turnId)).toBeUndefined();
+  });
+
+  it('does not reopen a completed run when a late delivery starts it again', async () => {
+    const run = await insertRun(db.pool, newRun());
+    await markRunStarted(db.pool, run.id);
+    await markRunCompleted(db.pool, run.id, {
+      replyMessageId: randomUUID(),
+      replyContent: 'Hello!',
+      provider: 'openai',
+      model: 'fake-gpt',
+      usage: { inputTokens: 12, outputTokens: 2 },
+    });
+
+    await markRunStarted(db.pool, run.id);
+
+    expect(await findRunByTurn(db.pool, run.userId, run.turnId)).toMatchObject({
+      status: 'completed',
+      attempts: 1,
+      replyContent: 'Hello!',
+      usage: { inputTokens: 12, outputTokens: 2 },
+    });
+  });
+});

@@ -43,11 +43,14 @@ describe('an orchestrator crash in the middle of a turn', () => {
         { role: 'user', content: 'plan my week' },
         { role: 'assistant', content: 'fake reply to: plan my week' },
       ]);
-      const runs = await client.query<{ status: string; attempts: number }>(
-        'SELECT status, attempts FROM orchestrator.runs WHERE id = $1',
+      const runs = await client.query<{ status: string; attempts: number; trace_id: string }>(
+        'SELECT status, attempts, trace_id FROM orchestrator.runs WHERE id = $1',
         [body.runId],
       );
-      expect(runs.rows).toEqual([{ status: 'completed', attempts: 2 }]);
+      // The run is recorded under the trace of the HTTP request that started it.
+      expect(runs.rows).toEqual([
+        { status: 'completed', attempts: 2, trace_id: response.headers.get('x-trace-id') },
+      ]);
     } finally {
       await client.end();
     }

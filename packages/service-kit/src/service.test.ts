@@ -49,6 +49,7 @@ describe('createService', () => {
     const live = await fetch(`${url}/healthz`);
     expect(live.status).toBe(200);
     expect(live.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(live.headers.get('x-trace-id')).toMatch(/^[0-9a-f]{32}$/);
 
     expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
       status: 'ready',

@@ -161,6 +161,8 @@ function traceRequests(options: ServiceOptions) {
     const span = trace
       .getTracer('jarvis')
       .startSpan(`${req.method}`, { kind: SpanKind.SERVER }, parent);
+    // The trace to look up in Tempo (and in the logs) for everything this request caused.
+    res.setHeader('x-trace-id', span.spanContext().traceId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const route = typeof req.route?.path === 'string' ? req.route.path : 'unmatched';

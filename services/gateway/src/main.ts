@@ -52,6 +52,7 @@ try {
       bus,
       pool,
       bodyLimitBytes: env.BODY_LIMIT_BYTES,
+      importBodyLimitBytes: env.IMPORT_BODY_LIMIT_BYTES,
       submitTimeoutMs: env.SERVICE_TIMEOUT_MS,
       turnTimeoutMs: env.TURN_TIMEOUT_MS,
     }),

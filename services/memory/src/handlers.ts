@@ -1,11 +1,14 @@
 import type { Bus } from '@jarvis/bus';
-import { memoryAppend, memoryRecall } from '@jarvis/contracts';
+import { memoryAppend, memoryImport, memoryRecall, memorySearch } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
-import { appendMessage, recallContext } from './services/messages-service';
+import { appendMessage, importMessages, recallContext } from './services/messages-service';
+import { searchMemory } from './services/search-service';
 
 export function registerHandlers(bus: Bus, pool: Pool) {
   return [
     bus.serve(memoryAppend, (request) => appendMessage(pool, request)),
     bus.serve(memoryRecall, (request) => recallContext(pool, request)),
+    bus.serve(memoryImport, (request) => importMessages(pool, request)),
+    bus.serve(memorySearch, (request) => searchMemory(pool, request)),
   ];
 }

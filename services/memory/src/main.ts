@@ -3,7 +3,9 @@ import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { loadEnv } from './env';
+import { registerFileHandlers } from './files-handlers';
 import { registerHandlers } from './handlers';
+import { configureVectorSearch } from './vector-search-settings';
 
 const SERVICE = 'memory';
 
@@ -21,6 +23,7 @@ try {
     applicationName: SERVICE,
     max: env.DATABASE_POOL_SIZE,
   });
+  configureVectorSearch(pool, logger);
   await migrate(pool, { schema: 'memory', directory: new URL('../migrations', import.meta.url) });
   const bus = await Bus.connect({
     url: env.NATS_URL,
@@ -29,6 +32,7 @@ try {
     logger,
   });
   registerHandlers(bus, pool);
+  registerFileHandlers(bus, pool);
 
   const service = createService({
     name: SERVICE,

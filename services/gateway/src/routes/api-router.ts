@@ -7,12 +7,16 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import type { Principal } from '../repositories/users-repository';
 import { authenticate, createUser, requireScope } from '../services/api-keys';
 import { runChatTurn } from '../services/chat';
+import { createConversationsRouter } from './conversations-router';
+import { createFilesRouter } from './files-router';
+import { createMemoryRouter } from './memory-router';
 import { parseBody } from './parse-body';
 
 export type ApiDeps = {
   bus: Bus;
   pool: Pool;
   bodyLimitBytes: number;
+  importBodyLimitBytes: number;
   submitTimeoutMs: number;
   turnTimeoutMs: number;
 };
@@ -20,7 +24,10 @@ export type ApiDeps = {
 // Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
 export function createApiRouter(deps: ApiDeps): Router {
   const router = Router();
+  router.use('/conversations', createConversationsRouter(deps));
   router.use(express.json({ limit: deps.bodyLimitBytes }));
+  router.use('/memory/files', createFilesRouter(deps));
+  router.use('/memory', createMemoryRouter(deps));
 
   router.post('/admin/users', async (req, res) => {
     const principal = await authenticate(deps.pool, req.get('authorization'));

@@ -29,3 +29,17 @@ export async function ensureDefaultConversation(db: PoolClient, userId: string):
   if (!id) throw new Error('default conversation vanished after insert');
   return id;
 }
+
+// The conversation with this id, created for the user if no one has it yet. Undefined when it
+// belongs to another user.
+export async function ensureConversation(
+  db: PoolClient,
+  userId: string,
+  conversationId: string,
+): Promise<string | undefined> {
+  await db.query(
+    `INSERT INTO memory.conversations (id, user_id) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+    [conversationId, userId],
+  );
+  return findConversation(db, userId, conversationId);
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { MessageRole, StoredMessage } from '@jarvis/contracts';
-import type { Pool, PoolClient } from '@jarvis/db';
+import type { Pool, PoolClient, Queryable } from '@jarvis/db';
 
 type MessageRow = {
   id: string;
@@ -80,4 +80,71 @@ export async function listRecentMessages(
     [conversationId, userId, limit],
   );
   return rows.map(toMessage);
+}
+
+export type ImportRow = {
+  role: MessageRole;
+  content: string;
+  author: string | undefined;
+  createdAt: string;
+  metadata: Record<string, unknown>;
+  idempotencyKey: string;
+};
+
+export type IndexedMessage = {
+  id: string;
+  content: string;
+  createdAt: Date;
+};
+
+// Inserts in the given order (so `seq` keeps it); rows whose key was stored before are skipped.
+export async function insertMessagesInOrder(
+  db: PoolClient,
+  userId: string,
+  conversationId: string,
+  rows: ImportRow[],
+): Promise<IndexedMessage[]> {
+  const { rows: inserted } = await db.query<{ id: string; content: string; created_at: Date }>(
+    `INSERT INTO memory.messages
+       (id, user_id, conversation_id, role, content, author, metadata, idempotency_key, created_at)
+     SELECT gen_random_uuid(), $1, $2, role, content, author, metadata, key, created_at
+     FROM unnest($3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::timestamptz[])
+       WITH ORDINALITY AS t(role, content, author, metadata, key, created_at, position)
+     ORDER BY position
+     ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING id, content, created_at`,
+    [
+      userId,
+      conversationId,
+      rows.map((row) => row.role),
+      rows.map((row) => row.content),
+      rows.map((row) => row.author ?? null),
+      rows.map((row) => JSON.stringify(row.metadata)),
+      rows.map((row) => row.idempotencyKey),
+      rows.map((row) => row.createdAt),
+    ],
+  );
+  return inserted.map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at }));
+}
+
+// Up to `before` messages that precede the first of `ids` in its conversation, oldest first: the
+// context of new messages, and the messages whose context the new ones extend.
+export async function listNeighbours(
+  db: Queryable,
+  conversationId: string,
+  ids: string[],
+  before: number,
+): Promise<{ previous: IndexedMessage[] }> {
+  const { rows } = await db.query<{ id: string; content: string; created_at: Date }>(
+    `SELECT id, content, created_at FROM memory.messages
+     WHERE conversation_id = $1
+       AND seq < (SELECT min(seq) FROM memory.messages WHERE id = ANY($2::uuid[]))
+     ORDER BY seq DESC LIMIT $3`,
+    [conversationId, ids, before],
+  );
+  return {
+    previous: rows
+      .reverse()
+      .map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at })),
+  };
 }

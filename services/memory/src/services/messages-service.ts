@@ -2,14 +2,22 @@ import { BusError } from '@jarvis/bus';
 import type {
   MemoryAppendRequest,
   MemoryAppendResponse,
+  MemoryImportRequest,
+  MemoryImportResponse,
   MemoryRecallResponse,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import {
+  ensureConversation,
   ensureDefaultConversation,
   findConversation,
 } from '../repositories/conversations-repository';
-import { insertMessage, listRecentMessages } from '../repositories/messages-repository';
+import {
+  insertMessage,
+  insertMessagesInOrder,
+  listRecentMessages,
+} from '../repositories/messages-repository';
+import { indexMessages } from './index-messages';
 
 export async function appendMessage(
   pool: Pool,
@@ -21,7 +29,7 @@ export async function appendMessage(
       : await ensureDefaultConversation(db, request.userId);
     // Someone else's conversation answers exactly like a missing one.
     if (!conversationId) throw new BusError('not_found', 'conversation not found');
-    return insertMessage(db, {
+    const stored = await insertMessage(db, {
       userId: request.userId,
       conversationId,
       role: request.role,
@@ -29,6 +37,41 @@ export async function appendMessage(
       metadata: request.metadata ?? {},
       idempotencyKey: request.idempotencyKey,
     });
+    // Searchable as soon as it is stored: same transaction.
+    if (!stored.isDuplicate) {
+      const { message } = stored;
+      await indexMessages(db, request.userId, conversationId, [
+        { id: message.id, content: message.content, createdAt: new Date(message.createdAt) },
+      ]);
+    }
+    return stored;
+  });
+}
+
+// Stores a past conversation's messages in order without running any turn. The conversation is
+// created for the user under the given id; an id that belongs to someone else is "not found".
+export async function importMessages(
+  pool: Pool,
+  request: MemoryImportRequest,
+): Promise<MemoryImportResponse> {
+  return withTransaction(pool, async (db) => {
+    const conversationId = await ensureConversation(db, request.userId, request.conversationId);
+    if (!conversationId) throw new BusError('not_found', 'conversation not found');
+    const inserted = await insertMessagesInOrder(
+      db,
+      request.userId,
+      conversationId,
+      request.messages.map((message, offset) => ({
+        role: message.role,
+        content: message.content,
+        author: message.author,
+        createdAt: message.createdAt,
+        metadata: message.metadata ?? {},
+        idempotencyKey: `${request.batchKey}:${request.firstIndex + offset}`,
+      })),
+    );
+    await indexMessages(db, request.userId, conversationId, inserted);
+    return { imported: inserted.length };
   });
 }
 

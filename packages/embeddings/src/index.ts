@@ -1,0 +1,2 @@
+export * from './local-embedder';
+export * from './terms';

@@ -1,0 +1,58 @@
+import type { Bus } from '@jarvis/bus';
+import { Id, ImportMessagesBody } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import express, { Router } from 'express';
+import { z } from 'zod';
+import { authenticate } from '../services/api-keys';
+import { ChatGptExport, parseChatGptExport } from '../services/chatgpt-export';
+import { importMessages } from '../services/import-messages';
+import { parseBody } from './parse-body';
+
+export type ConversationsRouterDeps = { bus: Bus; pool: Pool; importBodyLimitBytes: number };
+
+const ConversationParams = z.object({ id: Id });
+
+// /v1/conversations. Mounted before the general JSON parser: an import may be far larger than
+// any other request.
+export function createConversationsRouter(deps: ConversationsRouterDeps): Router {
+  const router = Router();
+  router.post(
+    '/:id/messages/import',
+    express.json({ limit: deps.importBodyLimitBytes }),
+    async (req, res) => {
+      const principal = await authenticate(deps.pool, req.get('authorization'));
+      const { id } = parseBody(ConversationParams, req.params);
+      const body = parseBody(ImportMessagesBody, req.body);
+      res.json(
+        await importMessages(deps.bus, {
+          userId: principal.userId,
+          conversationId: id,
+          messages: body.messages,
+          idempotencyKey: req.get('idempotency-key'),
+        }),
+      );
+    },
+  );
+  // ChatGPT's data export, as downloaded: every conversation becomes one of the user's own.
+  router.post(
+    '/import/chatgpt',
+    express.json({ limit: deps.importBodyLimitBytes }),
+    async (req, res) => {
+      const principal = await authenticate(deps.pool, req.get('authorization'));
+      const data = parseBody(ChatGptExport, req.body);
+      let imported = 0;
+      const conversations = parseChatGptExport(principal.userId, data);
+      for (const conversation of conversations) {
+        const result = await importMessages(deps.bus, {
+          userId: principal.userId,
+          conversationId: conversation.conversationId,
+          messages: conversation.messages,
+          idempotencyKey: `chatgpt:${conversation.sourceId}`,
+        });
+        imported += result.imported;
+      }
+      res.json({ conversations: conversations.length, imported });
+    },
+  );
+  return router;
+}

@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Bus } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
+import { memoryImport, memorySearch } from '@jarvis/contracts';
+import { createPool, migrate, type Pool } from '@jarvis/db';
+import { createLogger } from '@jarvis/telemetry';
+import { startTestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { registerHandlers } from '../handlers';
+import { configureVectorSearch } from '../vector-search-settings';
+import { createBm25 } from './bm25';
+import { type LocomoConversation, loadLocomo } from './locomo';
+
+// `make bench` (memory): LoCoMo retrieval against plain BM25, import throughput, and search
+// latency at 10k and 100k items for one user, through the service's real NATS handlers.
+// BENCH_SIZES overrides the sizes ("10000,100000"); DATABASE_URL runs against a real Postgres.
+
+const LOCOMO = resolve(import.meta.dirname, '../../../../../shared/data/locomo-dev.json');
+const RESULTS = resolve(import.meta.dirname, '../../../../bench-results/memory.json');
+const KS = [5, 10, 20] as const;
+const IMPORT_BATCH = 1_000;
+const QUERIES = 200;
+
+type Recall = Record<`@${(typeof KS)[number]}`, number>;
+
+function emptyRecall(): Recall {
+  return { '@5': 0, '@10': 0, '@20': 0 };
+}
+
+async function importTurns(
+  bus: Bus,
+  userId: string,
+  conversationId: string,
+  turns: { text: string; createdAt: string; diaId?: string }[],
+) {
+  for (let start = 0; start < turns.length; start += IMPORT_BATCH) {
+    const batch = turns.slice(start, start + IMPORT_BATCH);
+    await bus.request(
+      memoryImport,
+      {
+        userId,
+        conversationId,
+        batchKey: `bench:${conversationId}`,
+        firstIndex: start,
+        messages: batch.map((turn) => ({
+          role: 'user' as const,
+          content: turn.text,
+          createdAt: turn.createdAt,
+          ...(turn.diaId ? { metadata: { dia_id: turn.diaId } } : {}),
+        })),
+      },
+      { timeoutMs: 600_000 },
+    );
+  }
+}
+
+async function benchRetrieval(bus: Bus, conversations: LocomoConversation[]) {
+  const memory = emptyRecall();
+  const bm25 = emptyRecall();
+  let questions = 0;
+  for (const conversation of conversations) {
+    const userId = randomUUID();
+    await importTurns(bus, userId, randomUUID(), conversation.turns);
+    const rank = createBm25(conversation.turns.map((turn) => turn.text));
+    for (const qa of conversation.questions) {
+      if (qa.category > 4) continue;
+      questions++;
+      const evidence = new Set(qa.evidence);
+      for (const k of KS) {
+        const { results } = await bus.request(memorySearch, {
+          userId,
+          query: qa.question,
+          limit: k,
+        });
+        const found = new Set(results.map((result) => String(result.metadata.dia_id)));
+        memory[`@${k}`] += [...evidence].filter((id) => found.has(id)).length / evidence.size;
+        const baseline = new Set(
+          rank(qa.question, k).map((index) => conversation.turns[index]?.diaId),
+        );
+        bm25[`@${k}`] += [...evidence].filter((id) => baseline.has(id)).length / evidence.size;
+      }
+    }
+  }
+  const average = (recall: Recall) =>
+    Object.fromEntries(
+      Object.entries(recall).map(([k, sum]) => [k, Math.round((sum / questions) * 1000) / 1000]),
+    );
+  return { questions, memory: average(memory), bm25: average(bm25) };
+}
+
+function percentile(sorted: number[], p: number): number {
+  const value =
+    sorted[Math.min(sorted.length - 1, Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0))];
+  return Math.round((value ?? Number.NaN) * 100) / 100;
+}
+
+async function benchScale(bus: Bus, conversations: LocomoConversation[], size: number) {
+  const userId = randomUUID();
+  const pool = conversations.flatMap((conversation) => conversation.turns);
+  const turns = Array.from({ length: size }, (_, index) => {
+    const turn = pool[index % pool.length];
+    const round = Math.floor(index / pool.length);
+    return {
+      text: round === 0 ? (turn?.text ?? '') : `${turn?.text ?? ''} (${round})`,
+      createdAt: new Date(Date.UTC(2023, 0, 1) + index * 60_000).toISOString(),
+    };
+  });
+  const started = performance.now();
+  for (let start = 0; start < turns.length; start += 10_000) {
+    await importTurns(bus, userId, randomUUID(), turns.slice(start, start + 10_000));
+  }
+  const importSeconds = (performance.now() - started) / 1000;
+  const questions = conversations.flatMap((conversation) =>
+    conversation.questions.map((qa) => qa.question),
+  );
+  const latencies: number[] = [];
+  for (let i = 0; i < QUERIES + 20; i++) {
+    const query = questions[i % questions.length] ?? 'hello';
+    const begin = performance.now();
+    await bus.request(memorySearch, { userId, query, limit: 10 });
+    if (i >= 20) latencies.push(performance.now() - begin);
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    items: size,
+    importMessagesPerSecond: Math.round(size / importSeconds),
+    searchMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95) },
+  };
+}
+
+const conversations = loadLocomo(LOCOMO);
+const sizes = (process.env.BENCH_SIZES ?? '10000,100000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+const external = process.env.DATABASE_URL;
+const database = external ? undefined : await startTestDatabase();
+const pool: Pool = createPool({
+  url: external ?? database?.url ?? '',
+  applicationName: 'memory-bench',
+  max: 8,
+});
+const logger = createLogger('memory-bench', 'warn');
+configureVectorSearch(pool, logger);
+await migrate(pool, { schema: 'memory', directory: new URL('../../migrations', import.meta.url) });
+const namespace = uniqueNamespace('bench');
+const server = await connectTestBus(namespace);
+const client = await connectTestBus(namespace);
+registerHandlers(server, pool);
+await server.nc.flush();
+
+try {
+  const retrieval = await benchRetrieval(client, conversations);
+  process.stdout.write(
+    `LoCoMo retrieval (${retrieval.questions} questions, categories 1-4), recall:\n`,
+  );
+  for (const k of KS) {
+    const key = `@${k}` as const;
+    const gain =
+      Math.round(((retrieval.memory[key] ?? 0) - (retrieval.bm25[key] ?? 0)) * 1000) / 1000;
+    process.stdout.write(
+      `  ${key.padEnd(4)} memory ${retrieval.memory[key]}  bm25 ${retrieval.bm25[key]}  (+${gain})\n`,
+    );
+  }
+  const scale = [];
+  for (const size of sizes) {
+    const result = await benchScale(client, conversations, size);
+    scale.push(result);
+    process.stdout.write(
+      `${size} items: import ${result.importMessagesPerSecond} msg/s, search p50 ${result.searchMs.p50} ms, p95 ${result.searchMs.p95} ms\n`,
+    );
+  }
+  const report = {
+    date: new Date().toISOString(),
+    database: external ? 'postgres' : 'embedded (PGlite)',
+    retrieval,
+    scale,
+  };
+  await mkdir(resolve(RESULTS, '..'), { recursive: true });
+  await writeFile(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`written to ${RESULTS}\n`);
+} finally {
+  await client.close();
+  await server.close();
+  await pool.end();
+  await database?.stop();
+}

@@ -1,0 +1,77 @@
+import type { MemoryKind } from '@jarvis/contracts';
+import type { Queryable } from '@jarvis/db';
+
+export type TextFilter = {
+  userId: string;
+  conversationId: string | undefined;
+  from: Date | undefined;
+  to: Date | undefined;
+};
+
+// Full-text matches of any of the query's words, best Postgres rank first.
+export async function searchMessageText(
+  db: Queryable,
+  filter: TextFilter,
+  words: string[],
+  limit: number,
+): Promise<string[]> {
+  if (words.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT m.id FROM memory.messages m, to_tsquery('english', $2) q
+     WHERE m.user_id = $1 AND m.search @@ q
+       AND ($3::uuid IS NULL OR m.conversation_id = $3)
+       AND ($4::timestamptz IS NULL OR m.created_at >= $4)
+       AND ($5::timestamptz IS NULL OR m.created_at < $5)
+     ORDER BY ts_rank_cd(m.search, q) DESC, m.seq DESC
+     LIMIT $6`,
+    [
+      filter.userId,
+      words.join(' | '),
+      filter.conversationId ?? null,
+      filter.from ?? null,
+      filter.to ?? null,
+      limit,
+    ],
+  );
+  return rows.map((row) => row.id);
+}
+
+export type ItemDetails = {
+  kind: MemoryKind;
+  id: string;
+  text: string;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  conversationId: string | null;
+  // Position within its conversation, to tell adjacent messages apart.
+  position: number | null;
+};
+
+export async function loadMessages(
+  db: Queryable,
+  userId: string,
+  ids: string[],
+): Promise<ItemDetails[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{
+    id: string;
+    content: string;
+    metadata: Record<string, unknown>;
+    created_at: Date;
+    conversation_id: string;
+    seq: string;
+  }>(
+    `SELECT id, content, metadata, created_at, conversation_id, seq FROM memory.messages
+     WHERE user_id = $1 AND id = ANY($2::uuid[])`,
+    [userId, ids],
+  );
+  return rows.map((row) => ({
+    kind: 'message',
+    id: row.id,
+    text: row.content,
+    metadata: row.metadata,
+    createdAt: row.created_at,
+    conversationId: row.conversation_id,
+    position: Number(row.seq),
+  }));
+}

@@ -1,0 +1,44 @@
+import type { Queryable } from '@jarvis/db';
+
+// Adds items to the user's term statistics: `termCounts` says in how many of the new items each
+// term occurs.
+export async function addTermCounts(
+  db: Queryable,
+  userId: string,
+  termCounts: Map<string, number>,
+  items: number,
+): Promise<void> {
+  if (items === 0) return;
+  const terms = [...termCounts.keys()].sort();
+  await db.query(
+    `INSERT INTO memory.term_stats (user_id, term, items)
+     SELECT $1, term, items FROM unnest($2::text[], $3::int[]) AS t(term, items)
+     ON CONFLICT (user_id, term) DO UPDATE SET items = memory.term_stats.items + excluded.items`,
+    [userId, terms, terms.map((term) => termCounts.get(term) ?? 0)],
+  );
+  await db.query(
+    `INSERT INTO memory.item_counts (user_id, items) VALUES ($1, $2)
+     ON CONFLICT (user_id) DO UPDATE SET items = memory.item_counts.items + excluded.items`,
+    [userId, items],
+  );
+}
+
+export async function loadTermCounts(
+  db: Queryable,
+  userId: string,
+  terms: string[],
+): Promise<{ items: number; counts: Map<string, number> }> {
+  const [totals, counts] = await Promise.all([
+    db.query<{ items: string }>('SELECT items FROM memory.item_counts WHERE user_id = $1', [
+      userId,
+    ]),
+    db.query<{ term: string; items: number }>(
+      'SELECT term, items FROM memory.term_stats WHERE user_id = $1 AND term = ANY($2::text[])',
+      [userId, terms],
+    ),
+  ]);
+  return {
+    items: Number(totals.rows[0]?.items ?? 0),
+    counts: new Map(counts.rows.map((row) => [row.term, row.items])),
+  };
+}

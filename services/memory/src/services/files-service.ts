@@ -1,0 +1,263 @@
+import { BusError } from '@jarvis/bus';
+import {
+  FILE_CONTENT_MAX_CHARS,
+  FILE_GREP_LINE_MAX_CHARS,
+  FILE_GREP_MAX_MATCHES,
+  FILE_HISTORY_MAX,
+  FILE_LIST_MAX,
+  type MemoryFileInfo,
+  type MemoryFilesDeleteResponse,
+  type MemoryFilesEditResponse,
+  type MemoryFilesGrepResponse,
+  type MemoryFilesHistoryResponse,
+  type MemoryFilesListResponse,
+  type MemoryFilesReadResponse,
+  type MemoryFilesRestoreResponse,
+  type MemoryFilesSearchResponse,
+  type MemoryFilesWriteResponse,
+} from '@jarvis/contracts';
+import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
+import {
+  archiveCurrentVersion,
+  type FileContentFields,
+  findArchivedVersion,
+  findLiveFile,
+  grepLines,
+  insertFile,
+  listArchivedVersions,
+  listLiveFiles,
+  lockLiveFile,
+  markFileDeleted,
+  type StoredFile,
+  searchLiveFiles,
+  updateFileContent,
+} from '../repositories/files-repository';
+
+type FileRequest = { userId: string; path: string };
+
+// A missing file, a deleted one and another user's answer the same, so paths never leak.
+function fileNotFound(): BusError {
+  return new BusError('not_found', 'file not found');
+}
+
+function versionNotFound(version: number): BusError {
+  return new BusError('not_found', `version ${version} not found`);
+}
+
+function toInfo(file: StoredFile): MemoryFileInfo {
+  return {
+    path: file.path,
+    version: file.version,
+    size: file.size,
+    tags: file.tags,
+    metadata: file.metadata,
+    createdAt: file.createdAt,
+    updatedAt: file.updatedAt,
+  };
+}
+
+// Keeps the version being replaced, then writes the next one over it.
+async function replaceCurrentVersion(
+  db: PoolClient,
+  userId: string,
+  current: StoredFile,
+  next: FileContentFields,
+): Promise<StoredFile> {
+  await archiveCurrentVersion(db, userId, current.id);
+  return updateFileContent(db, userId, current.id, next);
+}
+
+export async function listFiles(
+  pool: Pool,
+  request: { userId: string; prefix?: string | undefined },
+): Promise<MemoryFilesListResponse> {
+  const files = await listLiveFiles(pool, request.userId, request.prefix ?? '', FILE_LIST_MAX + 1);
+  return { files: files.slice(0, FILE_LIST_MAX), isTruncated: files.length > FILE_LIST_MAX };
+}
+
+export async function readFile(
+  pool: Pool,
+  request: FileRequest & { version?: number | undefined },
+): Promise<MemoryFilesReadResponse> {
+  const file = await findLiveFile(pool, request.userId, request.path);
+  if (!file) throw fileNotFound();
+  if (request.version === undefined || request.version === file.version) {
+    return { file: { ...toInfo(file), content: file.content } };
+  }
+  const earlier = await findArchivedVersion(pool, request.userId, file.id, request.version);
+  if (!earlier) throw versionNotFound(request.version);
+  return {
+    file: {
+      path: file.path,
+      version: earlier.version,
+      size: earlier.size,
+      tags: earlier.tags,
+      metadata: earlier.metadata,
+      content: earlier.content,
+      createdAt: file.createdAt,
+      updatedAt: earlier.createdAt,
+    },
+  };
+}
+
+export async function writeFile(
+  pool: Pool,
+  request: FileRequest & {
+    content: string;
+    tags?: string[] | undefined;
+    metadata?: Record<string, unknown> | undefined;
+  },
+): Promise<MemoryFilesWriteResponse> {
+  return withTransaction(pool, async (db) => {
+    const created = await insertFile(db, {
+      userId: request.userId,
+      path: request.path,
+      content: request.content,
+      tags: request.tags ?? [],
+      metadata: request.metadata ?? {},
+    });
+    if (created) return { file: toInfo(created) };
+    const current = await lockLiveFile(db, request.userId, request.path);
+    // The file holding the path was deleted between the insert and the lock.
+    if (!current) throw new BusError('conflict', 'the file changed while being written; retry');
+    const file = await replaceCurrentVersion(db, request.userId, current, {
+      content: request.content,
+      tags: request.tags ?? current.tags,
+      metadata: request.metadata ?? current.metadata,
+    });
+    return { file: toInfo(file) };
+  });
+}
+
+// Exact text rather than a pattern, so the caller can paste what it read. Overlapping
+// occurrences count as ambiguous too: either could be the one meant.
+function replaceOnce(content: string, old: string, replacement: string, path: string): string {
+  const at = content.indexOf(old);
+  if (at === -1) throw new BusError('bad_request', `old: text not found in ${path}`);
+  if (content.indexOf(old, at + 1) !== -1) {
+    throw new BusError(
+      'bad_request',
+      `old: text is ambiguous, it occurs more than once in ${path}; include more of the surrounding text`,
+    );
+  }
+  const edited = content.slice(0, at) + replacement + content.slice(at + old.length);
+  if (edited.length > FILE_CONTENT_MAX_CHARS) {
+    throw new BusError(
+      'bad_request',
+      `new: the edited content would exceed ${FILE_CONTENT_MAX_CHARS} characters`,
+    );
+  }
+  return edited;
+}
+
+export async function editFile(
+  pool: Pool,
+  request: FileRequest & { old: string; new: string },
+): Promise<MemoryFilesEditResponse> {
+  return withTransaction(pool, async (db) => {
+    const current = await lockLiveFile(db, request.userId, request.path);
+    if (!current) throw fileNotFound();
+    const file = await replaceCurrentVersion(db, request.userId, current, {
+      content: replaceOnce(current.content, request.old, request.new, current.path),
+      tags: current.tags,
+      metadata: current.metadata,
+    });
+    return { file: toInfo(file) };
+  });
+}
+
+// Backreferences are the one feature that makes Postgres' regex engine backtrack, which can
+// take exponential time. An escaped backslash before a digit is not one.
+const BACKREFERENCE = /(^|[^\\])(\\\\)*\\[1-9]/;
+
+function isInvalidRegexError(error: unknown): error is Error {
+  return error instanceof Error && 'code' in error && error.code === '2201B';
+}
+
+export async function grepFiles(
+  pool: Pool,
+  request: { userId: string; pattern: string; prefix?: string | undefined; isRegex: boolean },
+): Promise<MemoryFilesGrepResponse> {
+  if (request.isRegex && BACKREFERENCE.test(request.pattern)) {
+    throw new BusError('bad_request', 'pattern: backreferences are not supported');
+  }
+  try {
+    const matches = await grepLines(pool, {
+      userId: request.userId,
+      pattern: request.pattern,
+      prefix: request.prefix ?? '',
+      isRegex: request.isRegex,
+      limit: FILE_GREP_MAX_MATCHES + 1,
+      lineMaxChars: FILE_GREP_LINE_MAX_CHARS,
+    });
+    return {
+      matches: matches.slice(0, FILE_GREP_MAX_MATCHES),
+      isTruncated: matches.length > FILE_GREP_MAX_MATCHES,
+    };
+  } catch (error) {
+    if (isInvalidRegexError(error)) throw new BusError('bad_request', `pattern: ${error.message}`);
+    throw error;
+  }
+}
+
+export async function searchFiles(
+  pool: Pool,
+  request: { userId: string; query: string; limit: number },
+): Promise<MemoryFilesSearchResponse> {
+  return { results: await searchLiveFiles(pool, request.userId, request.query, request.limit) };
+}
+
+export async function deleteFile(
+  pool: Pool,
+  request: FileRequest,
+): Promise<MemoryFilesDeleteResponse> {
+  return withTransaction(pool, async (db) => {
+    const current = await lockLiveFile(db, request.userId, request.path);
+    if (!current) throw fileNotFound();
+    await archiveCurrentVersion(db, request.userId, current.id);
+    await markFileDeleted(db, request.userId, current.id);
+    return { path: current.path };
+  });
+}
+
+export async function listFileHistory(
+  pool: Pool,
+  request: FileRequest,
+): Promise<MemoryFilesHistoryResponse> {
+  const file = await findLiveFile(pool, request.userId, request.path);
+  if (!file) throw fileNotFound();
+  const archivedMax = FILE_HISTORY_MAX - 1;
+  const archived = await listArchivedVersions(pool, request.userId, file.id, archivedMax + 1);
+  const current = {
+    version: file.version,
+    size: file.size,
+    tags: file.tags,
+    createdAt: file.updatedAt,
+    isCurrent: true,
+  };
+  return {
+    versions: [current, ...archived.slice(0, archivedMax)],
+    isTruncated: archived.length > archivedMax,
+  };
+}
+
+export async function restoreFile(
+  pool: Pool,
+  request: FileRequest & { version: number },
+): Promise<MemoryFilesRestoreResponse> {
+  return withTransaction(pool, async (db) => {
+    const current = await lockLiveFile(db, request.userId, request.path);
+    if (!current) throw fileNotFound();
+    const source =
+      request.version === current.version
+        ? current
+        : await findArchivedVersion(db, request.userId, current.id, request.version);
+    if (!source) throw versionNotFound(request.version);
+    const file = await replaceCurrentVersion(db, request.userId, current, {
+      content: source.content,
+      tags: source.tags,
+      metadata: source.metadata,
+    });
+    return { file: toInfo(file) };
+  });
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { parseDateRange } from './query-dates';
+
+// A Saturday afternoon.
+const NOW = new Date('2026-11-21T15:00:00Z');
+
+function range(from: string, to: string) {
+  return { from: new Date(from), to: new Date(to) };
+}
+
+describe('parseDateRange', () => {
+  it.each([
+    ['what did I eat today', '2026-11-21T00:00:00Z', '2026-11-22T00:00:00Z'],
+    ['what did I say yesterday?', '2026-11-20T00:00:00Z', '2026-11-21T00:00:00Z'],
+    ['plans for this week', '2026-11-16T00:00:00Z', '2026-11-23T00:00:00Z'],
+    ['what happened last week', '2026-11-09T00:00:00Z', '2026-11-16T00:00:00Z'],
+    ['anything in the past week', '2026-11-14T00:00:00Z', '2026-11-21T15:00:00Z'],
+    ['my runs this month', '2026-11-01T00:00:00Z', '2026-12-01T00:00:00Z'],
+    ['books I read last month', '2026-10-01T00:00:00Z', '2026-11-01T00:00:00Z'],
+    ['over the past month', '2026-10-22T00:00:00Z', '2026-11-21T15:00:00Z'],
+    ['trips this year', '2026-01-01T00:00:00Z', '2027-01-01T00:00:00Z'],
+    ['trips last year', '2025-01-01T00:00:00Z', '2026-01-01T00:00:00Z'],
+    ['during the past year', '2025-11-21T00:00:00Z', '2026-11-21T15:00:00Z'],
+    ['what did I say in March 2023', '2023-03-01T00:00:00Z', '2023-04-01T00:00:00Z'],
+    ['what did I say in December 2023', '2023-12-01T00:00:00Z', '2024-01-01T00:00:00Z'],
+    ['where did I go during July', '2026-07-01T00:00:00Z', '2026-08-01T00:00:00Z'],
+  ])('reads %j', (query, from, to) => {
+    expect(parseDateRange(query, NOW)).toEqual(range(from, to));
+  });
+
+  it('ignores case', () => {
+    expect(parseDateRange('What did I say LAST WEEK?', NOW)).toEqual(
+      range('2026-11-09T00:00:00Z', '2026-11-16T00:00:00Z'),
+    );
+    expect(parseDateRange('In MARCH 2023', NOW)).toEqual(
+      range('2023-03-01T00:00:00Z', '2023-04-01T00:00:00Z'),
+    );
+    expect(parseDateRange('Today', NOW)).toEqual(
+      range('2026-11-21T00:00:00Z', '2026-11-22T00:00:00Z'),
+    );
+  });
+
+  it('starts weeks on Monday, also when today is a Sunday or a Monday', () => {
+    const sunday = new Date('2026-11-22T23:30:00Z');
+    const monday = new Date('2026-11-23T00:10:00Z');
+
+    expect(parseDateRange('this week', sunday)).toEqual(
+      range('2026-11-16T00:00:00Z', '2026-11-23T00:00:00Z'),
+    );
+    expect(parseDateRange('this week', monday)).toEqual(
+      range('2026-11-23T00:00:00Z', '2026-11-30T00:00:00Z'),
+    );
+    expect(parseDateRange('last week', monday)).toEqual(
+      range('2026-11-16T00:00:00Z', '2026-11-23T00:00:00Z'),
+    );
+  });
+
+  it('takes last month in January to be December of the year before', () => {
+    const january = new Date('2027-01-10T08:00:00Z');
+
+    expect(parseDateRange('last month', january)).toEqual(
+      range('2026-12-01T00:00:00Z', '2027-01-01T00:00:00Z'),
+    );
+  });
+
+  it('ends this month in December at the new year', () => {
+    const december = new Date('2026-12-31T23:00:00Z');
+
+    expect(parseDateRange('this month', december)).toEqual(
+      range('2026-12-01T00:00:00Z', '2027-01-01T00:00:00Z'),
+    );
+  });
+
+  describe('a month without a year', () => {
+    it('is this year when that month has begun', () => {
+      expect(parseDateRange('in March', NOW)).toEqual(
+        range('2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z'),
+      );
+      // The current month has begun too.
+      expect(parseDateRange('in November', NOW)).toEqual(
+        range('2026-11-01T00:00:00Z', '2026-12-01T00:00:00Z'),
+      );
+    });
+
+    it('is last year when that month is still to come', () => {
+      const february = new Date('2026-02-10T12:00:00Z');
+
+      expect(parseDateRange('in March', february)).toEqual(
+        range('2025-03-01T00:00:00Z', '2025-04-01T00:00:00Z'),
+      );
+      expect(parseDateRange('in December', NOW)).toEqual(
+        range('2025-12-01T00:00:00Z', '2026-01-01T00:00:00Z'),
+      );
+    });
+  });
+
+  it.each([
+    ['a bare year', 'what happened in 2022'],
+    ['a plain question', "what is my dog's name?"],
+    ['a month name inside another word', 'we stayed in Mayfair'],
+    ['a month name not introduced by in or during', 'march to the beat'],
+    ['a unit glued to another word', 'what about this weekend'],
+    ['an empty query', ''],
+  ])('finds no range in %s', (_label, query) => {
+    expect(parseDateRange(query, NOW)).toBeUndefined();
+  });
+});

@@ -1,6 +1,13 @@
 import type { MemoryKind } from '@jarvis/contracts';
 import type { Queryable } from '@jarvis/db';
 
+// A kind of item memory search can find: its own full-text search and how to load its items.
+// Vector search is shared (memory.embeddings holds every kind).
+export type SearchSource = {
+  searchText(db: Queryable, filter: TextFilter, words: string[], limit: number): Promise<string[]>;
+  load(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]>;
+};
+
 export type TextFilter = {
   userId: string;
   conversationId: string | undefined;
@@ -9,7 +16,7 @@ export type TextFilter = {
 };
 
 // Full-text matches of any of the query's words, best Postgres rank first.
-export async function searchMessageText(
+async function searchMessageText(
   db: Queryable,
   filter: TextFilter,
   words: string[],
@@ -36,6 +43,8 @@ export async function searchMessageText(
   return rows.map((row) => row.id);
 }
 
+export const DEFAULT_IMPORTANCE = 5;
+
 export type ItemDetails = {
   kind: MemoryKind;
   id: string;
@@ -45,13 +54,11 @@ export type ItemDetails = {
   conversationId: string | null;
   // Position within its conversation, to tell adjacent messages apart.
   position: number | null;
+  // 1-10 for kinds that have one (facts); others count as 5.
+  importance: number;
 };
 
-export async function loadMessages(
-  db: Queryable,
-  userId: string,
-  ids: string[],
-): Promise<ItemDetails[]> {
+async function loadMessages(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<{
     id: string;
@@ -73,5 +80,8 @@ export async function loadMessages(
     createdAt: row.created_at,
     conversationId: row.conversation_id,
     position: Number(row.seq),
+    importance: DEFAULT_IMPORTANCE,
   }));
 }
+
+export const messageSource: SearchSource = { searchText: searchMessageText, load: loadMessages };

@@ -10,9 +10,10 @@ import {
 import type { z } from 'zod';
 import { findNearest, loadVectors, scoreItems } from '../repositories/embeddings-repository';
 import {
+  DEFAULT_IMPORTANCE,
   type ItemDetails,
-  loadMessages,
-  searchMessageText,
+  messageSource,
+  type SearchSource,
 } from '../repositories/search-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
 import { parseDateRange } from './query-dates';
@@ -33,6 +34,13 @@ const TEXT_WEIGHT = 0.1;
 // Newer items win ties: a boost that halves every 90 days, at most 5 %.
 const RECENCY_BOOST = 0.05;
 const RECENCY_HALF_LIFE_DAYS = 90;
+const IMPORTANCE_SPREAD = 0.1;
+// Words in more than this share of the user's items are left to the vector ranker: full-text
+// ranking of tens of thousands of matches is slow and says little.
+const MAX_TEXT_WORD_SHARE = 0.2;
+
+// The kinds search can find so far; facts, summaries, files and documents join as they land.
+const SOURCES: Partial<Record<MemoryKind, SearchSource>> = { message: messageSource };
 
 export async function searchMemory(
   pool: Pool,
@@ -56,11 +64,17 @@ export async function searchMemory(
   // Only stop words ("what is the"): nothing to match on.
   if (query.indices.length === 0) return { results: [] };
 
-  const [nearest, textIds] = await Promise.all([
+  const words = textWords(request.query).filter((word) => {
+    const [term] = toTerms(word);
+    return term !== undefined && (stats.counts.get(term) ?? 0) <= documents * MAX_TEXT_WORD_SHARE;
+  });
+  const sources = kinds.flatMap((kind) => {
+    const source = SOURCES[kind];
+    return source ? [{ kind, source }] : [];
+  });
+  const [nearest, textLists] = await Promise.all([
     findNearest(pool, { ...filter, model: LOCAL_EMBEDDING_MODEL, kinds }, query, CANDIDATES),
-    kinds.includes('message')
-      ? searchMessageText(pool, filter, textWords(request.query), CANDIDATES)
-      : Promise.resolve([]),
+    Promise.all(sources.map(({ source }) => source.searchText(pool, filter, words, CANDIDATES))),
   ]);
 
   // Full-text matches join the candidates the vector index found; all are then scored by the
@@ -72,10 +86,17 @@ export async function searchMemory(
     nearest.slice(0, FEEDBACK_DOCUMENTS).map((candidate) => candidate.itemId),
   );
   const expanded = expandQuery(query, feedback, FEEDBACK_WEIGHT);
-  const ids = [...new Set([...nearest.map((candidate) => candidate.itemId), ...textIds])];
+  const kindOf = new Map(nearest.map((candidate) => [candidate.itemId, candidate.kind]));
+  const ids = [...new Set([...nearest.map((candidate) => candidate.itemId), ...textLists.flat()])];
   const [vectorScores, items] = await Promise.all([
     scoreItems(pool, request.userId, LOCAL_EMBEDDING_MODEL, ids, expanded),
-    loadMessages(pool, request.userId, ids),
+    Promise.all(
+      sources.map(({ kind, source }, index) => {
+        const matchedText = new Set(textLists[index]);
+        const own = ids.filter((id) => kindOf.get(id) === kind || matchedText.has(id));
+        return source.load(pool, request.userId, own);
+      }),
+    ).then((lists) => lists.flat()),
   ]);
   const details = new Map(items.map((item) => [item.id, item]));
   const smoothed = smoothAcrossNeighbours(vectorScores, details);
@@ -90,14 +111,18 @@ export async function searchMemory(
   for (const [rank, id] of vectorRanking.entries()) {
     fused.set(id, (fused.get(id) ?? 0) + 1 / (RRF_K + rank));
   }
-  for (const [rank, id] of textIds.entries()) {
-    fused.set(id, (fused.get(id) ?? 0) + TEXT_WEIGHT / (RRF_K + rank));
+  for (const textIds of textLists) {
+    for (const [rank, id] of textIds.entries()) {
+      fused.set(id, (fused.get(id) ?? 0) + TEXT_WEIGHT / (RRF_K + rank));
+    }
   }
 
   const results = [...fused]
     .flatMap(([id, score]) => {
       const item = details.get(id);
-      return item ? [{ item, score: score * recencyFactor(item.createdAt, now) }] : [];
+      const weight =
+        recencyFactor(item?.createdAt ?? now, now) * importanceFactor(item?.importance);
+      return item ? [{ item, score: score * weight }] : [];
     })
     .sort((a, b) => b.score - a.score)
     .slice(0, request.limit);
@@ -151,6 +176,11 @@ function smoothAcrossNeighbours(
     smoothed.set(id, score + NEIGHBOUR_WEIGHT * Math.max(before, after));
   }
   return smoothed;
+}
+
+// Importance 1-10 moves a score by at most 10 % either way around the neutral 5.
+function importanceFactor(importance = DEFAULT_IMPORTANCE): number {
+  return 1 + (IMPORTANCE_SPREAD * (importance - DEFAULT_IMPORTANCE)) / DEFAULT_IMPORTANCE;
 }
 
 function recencyFactor(createdAt: Date, now: Date): number {

@@ -157,6 +157,22 @@ describe('request/reply', () => {
     expect(error.message).toBe('note n-1 does not exist');
   });
 
+  it('answers payload_too_large when its reply exceeds what NATS carries', async () => {
+    track(server.serve(lookup, async () => ({ title: 'x'.repeat(2 * 1_024 * 1_024) })));
+    await server.nc.flush();
+
+    const error = await catchBusError(client.request(lookup, { id: 'huge' }));
+
+    expect(error.code).toBe('payload_too_large');
+    // The server is still alive and answering.
+    track(server.serve(echo, async ({ text }) => ({ text, servedBy: 'server' })));
+    await server.nc.flush();
+    expect(await client.request(echo, { text: 'still here' })).toEqual({
+      text: 'still here',
+      servedBy: 'server',
+    });
+  });
+
   it('hides the message of any other error behind internal', async () => {
     track(
       server.serve(lookup, async () => {

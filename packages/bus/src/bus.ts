@@ -137,7 +137,9 @@ export class Bus {
           this.logger.error({ err: error, subject }, 'subscription failed');
           return;
         }
-        void this.answer(contract, handler, msg);
+        this.answer(contract, handler, msg).catch((failure: unknown) => {
+          this.logger.error({ err: failure, subject }, 'could not answer');
+        });
       },
     });
   }
@@ -174,9 +176,21 @@ export class Bus {
             envelope = { ok: false, error: { code: 'internal', message: 'internal error' } };
           }
         }
-        msg.respond(encodeJson(envelope));
+        this.respond(msg, contract.subject, envelope);
       },
     );
+  }
+
+  // A reply over the server's payload limit cannot be sent: say so instead, or the caller would
+  // wait out its timeout for an answer that never comes.
+  private respond(msg: Msg, subject: string, envelope: z.infer<typeof ReplyEnvelope>): void {
+    try {
+      msg.respond(encodeJson(envelope));
+    } catch (error) {
+      this.logger.error({ err: error, subject }, 'reply could not be sent');
+      const message = 'the reply is too large; ask for less (a smaller limit or a part)';
+      msg.respond(encodeJson({ ok: false, error: { code: 'payload_too_large', message } }));
+    }
   }
 
   // Fire-and-forget event on core NATS (not durable: listeners that are away miss it).

@@ -1,18 +1,45 @@
 import { z } from 'zod';
 import { Id, StoredMessage } from './common';
 import { defineRpc } from './define';
+import { MemoryKind } from './memory-search';
 
-// The context memory hands the orchestrator for a turn: for now the most recent messages of the
-// conversation, oldest first. Summaries and recalled facts join here with the memory issue.
+// What memory hands the orchestrator for a turn, all within a token budget: the user's pinned
+// profile facts, the items most relevant to the new message (with their dates), the rolling
+// summaries of older parts of the conversation, and as many recent messages as fit, oldest first.
 export const MemoryRecallRequest = z.object({
   userId: Id,
   conversationId: Id,
+  // What relevant memories are searched for: a stored message (the turn's new message) or text.
+  messageId: Id.optional(),
+  query: z.string().max(32_000).optional(),
+  tokenBudget: z.number().int().min(200).max(1_000_000).default(8_000),
   recentLimit: z.number().int().min(1).max(500).default(50),
 });
 export type MemoryRecallRequest = z.input<typeof MemoryRecallRequest>;
 
+export const RecalledItem = z.object({
+  kind: MemoryKind,
+  id: Id,
+  text: z.string(),
+  createdAt: z.iso.datetime({ offset: true }),
+});
+export type RecalledItem = z.infer<typeof RecalledItem>;
+
+export const RecalledSummary = z.object({
+  id: Id,
+  content: z.string(),
+  fromAt: z.iso.datetime({ offset: true }),
+  toAt: z.iso.datetime({ offset: true }),
+});
+export type RecalledSummary = z.infer<typeof RecalledSummary>;
+
 export const MemoryRecallResponse = z.object({
+  profile: z.array(z.object({ id: Id, content: z.string() })),
+  relevant: z.array(RecalledItem),
+  summaries: z.array(RecalledSummary),
   recent: z.array(StoredMessage),
+  // Estimated tokens of everything above.
+  tokens: z.number().int().nonnegative(),
 });
 export type MemoryRecallResponse = z.infer<typeof MemoryRecallResponse>;
 

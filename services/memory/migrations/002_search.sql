@@ -20,7 +20,8 @@ CREATE TABLE memory.embeddings (
   sparse sparsevec,
   dense vector,
   created_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (item_kind, item_id, model),
+  -- item_id first: search scores a list of items by id.
+  PRIMARY KEY (item_id, item_kind, model),
   CHECK ((sparse IS NULL) <> (dense IS NULL))
 );
 CREATE INDEX embeddings_by_user ON memory.embeddings (user_id, model, item_created_at);

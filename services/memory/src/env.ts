@@ -1,5 +1,6 @@
 import { baseEnvShape, databaseEnvShape, parseEnv } from '@jarvis/service-kit';
 import { z } from 'zod';
+import { DEFAULT_COMPACTION } from './services/compact-conversation';
 
 const Env = z.object({
   ...baseEnvShape,
@@ -8,6 +9,20 @@ const Env = z.object({
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8082),
   // Connections to Postgres held by this process.
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+  // A conversation's unsummarised tail longer than this (estimated tokens) is summarised...
+  SUMMARY_TRIGGER_TOKENS: z.coerce
+    .number()
+    .int()
+    .min(500)
+    .default(DEFAULT_COMPACTION.triggerTokens),
+  // ...down to this many of its newest tokens, kept verbatim.
+  SUMMARY_KEEP_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_COMPACTION.keepTokens),
+  // Longest wait for the utility model to write one summary.
+  UTILITY_MODEL_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(DEFAULT_COMPACTION.modelTimeoutMs),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -1,10 +1,13 @@
-import { Bus } from '@jarvis/bus';
+import { Bus, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
+import { COMPACTION_STREAM, compactionRequested } from '@jarvis/contracts';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
+import { registerDocumentHandlers } from './documents-handlers';
 import { loadEnv } from './env';
+import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
-import { registerHandlers } from './handlers';
+import { registerHandlers, startCompactionWorker } from './handlers';
 import { configureVectorSearch } from './vector-search-settings';
 
 const SERVICE = 'memory';
@@ -31,8 +34,25 @@ try {
     name: SERVICE,
     logger,
   });
-  registerHandlers(bus, pool);
+  const compaction = {
+    triggerTokens: env.SUMMARY_TRIGGER_TOKENS,
+    keepTokens: env.SUMMARY_KEEP_TOKENS,
+    modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS,
+  };
+  const compactionQueue: WorkQueueOptions = {
+    stream: COMPACTION_STREAM,
+    consumer: 'memory-compaction',
+    // Longer than one summary takes; live workers extend it while they wait on the model.
+    ackWaitMs: 60_000,
+    maxDeliver: 8,
+    maxInFlight: 2,
+  };
+  await ensureWorkQueue(bus, compactionRequested, compactionQueue);
+  registerHandlers(bus, pool, compaction);
   registerFileHandlers(bus, pool);
+  registerDocumentHandlers(bus, pool);
+  registerFactHandlers(bus, pool);
+  const compactionWorker = await startCompactionWorker(bus, pool, compaction, compactionQueue);
 
   const service = createService({
     name: SERVICE,
@@ -43,6 +63,7 @@ try {
     dependencyLossExitMs: env.DEPENDENCY_LOSS_EXIT_MS,
     // Drain the bus first so in-flight requests finish against a live pool.
     onStop: async () => {
+      await compactionWorker.stop();
       await bus.close();
       await pool.end();
       await telemetry.stop();

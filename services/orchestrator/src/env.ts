@@ -14,6 +14,8 @@ const Env = z.object({
   TURN_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   // Turns this process works on at once (of different conversations).
   TURN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // Tokens of context memory may fill per turn: profile, recalled items, summaries, recent turns.
+  CONTEXT_TOKEN_BUDGET: z.coerce.number().int().min(500).default(8_000),
   // Most recent messages put in the prompt.
   HISTORY_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
   // Longest wait for one model call, including the model gateway's own retries.

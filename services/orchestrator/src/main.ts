@@ -49,6 +49,7 @@ try {
       redis,
       logger,
       historyLimit: env.HISTORY_LIMIT,
+      contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
       modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
       lockLeaseMs: env.TURN_ACK_WAIT_MS,
       maxDeliver: env.TURN_MAX_DELIVER,

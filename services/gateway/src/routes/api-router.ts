@@ -8,6 +8,8 @@ import type { Principal } from '../repositories/users-repository';
 import { authenticate, createUser, requireScope } from '../services/api-keys';
 import { runChatTurn } from '../services/chat';
 import { createConversationsRouter } from './conversations-router';
+import { createDocumentsRouter } from './documents-router';
+import { createFactsRouter } from './facts-router';
 import { createFilesRouter } from './files-router';
 import { createMemoryRouter } from './memory-router';
 import { parseBody } from './parse-body';
@@ -24,9 +26,12 @@ export type ApiDeps = {
 // Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
 export function createApiRouter(deps: ApiDeps): Router {
   const router = Router();
+  // Routes that take large bodies parse them themselves, before the general limit applies.
   router.use('/conversations', createConversationsRouter(deps));
+  router.use('/memory/documents', createDocumentsRouter(deps));
   router.use(express.json({ limit: deps.bodyLimitBytes }));
   router.use('/memory/files', createFilesRouter(deps));
+  router.use('/memory/facts', createFactsRouter(deps));
   router.use('/memory', createMemoryRouter(deps));
 
   router.post('/admin/users', async (req, res) => {

@@ -65,6 +65,8 @@ export async function insertMessage(
 }
 
 // The latest `limit` messages of a conversation, oldest first.
+// The latest `limit` messages of a conversation that no summary covers yet, oldest first: what a
+// summary covers reaches the prompt through the summary.
 export async function listRecentMessages(
   db: Pool,
   userId: string,
@@ -75,6 +77,8 @@ export async function listRecentMessages(
     `SELECT ${COLUMNS} FROM (
        SELECT ${COLUMNS}, seq FROM memory.messages
        WHERE conversation_id = $1 AND user_id = $2
+         AND seq > coalesce(
+           (SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)
        ORDER BY seq DESC LIMIT $3
      ) recent ORDER BY seq ASC`,
     [conversationId, userId, limit],
@@ -147,4 +151,16 @@ export async function listNeighbours(
       .reverse()
       .map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at })),
   };
+}
+
+export async function findMessageContent(
+  db: Queryable,
+  userId: string,
+  messageId: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ content: string }>(
+    'SELECT content FROM memory.messages WHERE id = $1 AND user_id = $2',
+    [messageId, userId],
+  );
+  return rows[0]?.content;
 }

@@ -4,7 +4,6 @@ import type {
   MemoryAppendResponse,
   MemoryImportRequest,
   MemoryImportResponse,
-  MemoryRecallResponse,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import {
@@ -12,11 +11,7 @@ import {
   ensureDefaultConversation,
   findConversation,
 } from '../repositories/conversations-repository';
-import {
-  insertMessage,
-  insertMessagesInOrder,
-  listRecentMessages,
-} from '../repositories/messages-repository';
+import { insertMessage, insertMessagesInOrder } from '../repositories/messages-repository';
 import { indexMessages } from './index-messages';
 
 export async function appendMessage(
@@ -73,19 +68,4 @@ export async function importMessages(
     await indexMessages(db, request.userId, conversationId, inserted);
     return { imported: inserted.length };
   });
-}
-
-export async function recallContext(
-  pool: Pool,
-  request: { userId: string; conversationId: string; recentLimit: number },
-): Promise<MemoryRecallResponse> {
-  const conversationId = await findConversation(pool, request.userId, request.conversationId);
-  if (!conversationId) throw new BusError('not_found', 'conversation not found');
-  const recent = await listRecentMessages(
-    pool,
-    request.userId,
-    conversationId,
-    request.recentLimit,
-  );
-  return { recent };
 }

@@ -8,13 +8,16 @@ import {
   toTerms,
 } from '@jarvis/embeddings';
 import type { z } from 'zod';
+import { documentSource } from '../repositories/documents-repository';
 import { findNearest, loadVectors, scoreItems } from '../repositories/embeddings-repository';
+import { factSource } from '../repositories/facts-repository';
 import {
   DEFAULT_IMPORTANCE,
   type ItemDetails,
   messageSource,
   type SearchSource,
 } from '../repositories/search-repository';
+import { summarySource } from '../repositories/summaries-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
 import { parseDateRange } from './query-dates';
 
@@ -39,8 +42,13 @@ const IMPORTANCE_SPREAD = 0.1;
 // ranking of tens of thousands of matches is slow and says little.
 const MAX_TEXT_WORD_SHARE = 0.2;
 
-// The kinds search can find so far; facts, summaries, files and documents join as they land.
-const SOURCES: Partial<Record<MemoryKind, SearchSource>> = { message: messageSource };
+// The kinds search can find. Memory files are searched by their own subject for now.
+const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
+  message: messageSource,
+  fact: factSource,
+  summary: summarySource,
+  document: documentSource,
+};
 
 export async function searchMemory(
   pool: Pool,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MessageRole, StoredMessage } from '@jarvis/contracts';
+import type { MemoryRecallResponse, MessageRole, StoredMessage } from '@jarvis/contracts';
 import { describe, expect, it } from 'vitest';
 import { buildPrompt } from './build-prompt';
 
@@ -16,9 +16,16 @@ function stored(role: MessageRole, content: string): StoredMessage {
   };
 }
 
+function recalled(
+  recent: StoredMessage[],
+  extra: Partial<MemoryRecallResponse> = {},
+): MemoryRecallResponse {
+  return { profile: [], relevant: [], summaries: [], recent, tokens: 0, ...extra };
+}
+
 describe('buildPrompt', () => {
   it('starts with a system message that gives the current date and time', () => {
-    const prompt = buildPrompt([], NOW);
+    const prompt = buildPrompt(recalled([]), NOW);
 
     expect(prompt).toHaveLength(1);
     expect(prompt[0]?.role).toBe('system');
@@ -28,11 +35,11 @@ describe('buildPrompt', () => {
 
   it('keeps the user and assistant messages in their order, after the system message', () => {
     const prompt = buildPrompt(
-      [
+      recalled([
         stored('user', 'my favourite colour is purple'),
         stored('assistant', 'Noted.'),
         stored('user', 'what is my favourite colour?'),
-      ],
+      ]),
       NOW,
     );
 
@@ -46,12 +53,12 @@ describe('buildPrompt', () => {
 
   it('leaves out stored system and tool messages', () => {
     const prompt = buildPrompt(
-      [
+      recalled([
         stored('system', 'an old system note'),
         stored('user', 'search the web'),
         stored('tool', '{"results": []}'),
         stored('assistant', 'Nothing found.'),
-      ],
+      ]),
       NOW,
     );
 
@@ -61,5 +68,35 @@ describe('buildPrompt', () => {
       { role: 'user', content: 'search the web' },
       { role: 'assistant', content: 'Nothing found.' },
     ]);
+  });
+
+  it('puts profile facts, summaries and dated relevant memories in the system message', () => {
+    const prompt = buildPrompt(
+      recalled([stored('user', 'where should we go in June?')], {
+        profile: [{ id: randomUUID(), content: 'The user lives in Porto.' }],
+        summaries: [
+          {
+            id: randomUUID(),
+            content: 'They planned a trip and booked flights.',
+            fromAt: '2025-03-01T10:00:00.000Z',
+            toAt: '2025-03-04T18:00:00.000Z',
+          },
+        ],
+        relevant: [
+          {
+            kind: 'message',
+            id: randomUUID(),
+            text: 'I would love to see Lisbon again.',
+            createdAt: '2025-02-11T09:00:00.000Z',
+          },
+        ],
+      }),
+      NOW,
+    );
+    const system = prompt[0]?.content ?? '';
+    expect(system).toContain('- The user lives in Porto.');
+    expect(system).toContain('(2025-03-01 to 2025-03-04) They planned a trip and booked flights.');
+    expect(system).toContain('- [2025-02-11, message] I would love to see Lisbon again.');
+    expect(prompt.slice(1)).toEqual([{ role: 'user', content: 'where should we go in June?' }]);
   });
 });

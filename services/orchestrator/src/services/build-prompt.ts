@@ -1,19 +1,39 @@
-import type { ChatMessage, StoredMessage } from '@jarvis/contracts';
+import type { ChatMessage, MemoryRecallResponse } from '@jarvis/contracts';
 
 const PERSONA =
   'You are Jarvis, a personal assistant in one long, continuous conversation with your user. ' +
   'Use what they told you earlier in the conversation. Be concise and direct.';
 
-// System prompt, then the recent conversation as the model should see it.
-export function buildPrompt(recent: StoredMessage[], now: Date): ChatMessage[] {
-  const system: ChatMessage = {
-    role: 'system',
-    content: `${PERSONA}\nCurrent date and time (UTC): ${now.toISOString()}.`,
-  };
-  const history = recent.flatMap((message): ChatMessage[] =>
+function day(iso: string): string {
+  return iso.slice(0, 10);
+}
+
+// System prompt (persona, date, what memory recalled), then the recent conversation as the model
+// should see it. Recalled memories carry their dates: "last Tuesday" in a memory is relative to
+// when it was said, not to today.
+export function buildPrompt(recall: MemoryRecallResponse, now: Date): ChatMessage[] {
+  const sections = [`${PERSONA}\nCurrent date and time (UTC): ${now.toISOString()}.`];
+  if (recall.profile.length > 0) {
+    sections.push(
+      `What you know about the user:\n${recall.profile.map((fact) => `- ${fact.content}`).join('\n')}`,
+    );
+  }
+  if (recall.summaries.length > 0) {
+    const lines = recall.summaries.map(
+      (summary) => `(${day(summary.fromAt)} to ${day(summary.toAt)}) ${summary.content}`,
+    );
+    sections.push(`Earlier in this conversation, in summary:\n${lines.join('\n')}`);
+  }
+  if (recall.relevant.length > 0) {
+    const lines = recall.relevant.map(
+      (item) => `- [${day(item.createdAt)}, ${item.kind}] ${item.text}`,
+    );
+    sections.push(`Memories that may be relevant:\n${lines.join('\n')}`);
+  }
+  const history = recall.recent.flatMap((message): ChatMessage[] =>
     message.role === 'user' || message.role === 'assistant'
       ? [{ role: message.role, content: message.content }]
       : [],
   );
-  return [system, ...history];
+  return [{ role: 'system', content: sections.join('\n\n') }, ...history];
 }

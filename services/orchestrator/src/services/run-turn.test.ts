@@ -49,6 +49,7 @@ beforeAll(async () => {
     pool: db.pool,
     redis,
     logger: createLogger('orchestrator-test', 'silent'),
+    contextTokenBudget: 8_000,
     historyLimit: 50,
     modelCallTimeoutMs: 5_000,
     lockLeaseMs: 5_000,

@@ -28,6 +28,8 @@ export type TurnDeps = {
   redis: Redis;
   logger: Logger;
   historyLimit: number;
+  // Tokens memory may fill with profile, recalled items, summaries and recent messages.
+  contextTokenBudget: number;
   modelCallTimeoutMs: number;
   // Lease of the conversation lock; renewed while the turn runs.
   lockLeaseMs: number;
@@ -100,15 +102,17 @@ export async function runTurn(
 }
 
 async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
-  const { recent } = await deps.bus.request(memoryRecall, {
+  const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,
+    messageId: run.userMessageId,
+    tokenBudget: deps.contextTokenBudget,
     recentLimit: deps.historyLimit,
   });
   const completion = await deps.bus
     .request(
       modelChat,
-      { purpose: 'chat', userId: run.userId, messages: buildPrompt(recent, new Date()) },
+      { purpose: 'chat', userId: run.userId, messages: buildPrompt(recall, new Date()) },
       { timeoutMs: deps.modelCallTimeoutMs },
     )
     .catch((error: unknown) => {

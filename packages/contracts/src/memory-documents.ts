@@ -1,0 +1,160 @@
+import { z } from 'zod';
+import { Id } from './common';
+import { defineRpc } from './define';
+
+// Documents: text, Markdown or HTML (the tools service converts PDF and DOCX to text first),
+// kept as overlapping chunks that memory search finds. Only the chunks are stored, not the
+// original markup.
+
+export const DocumentContentType = z.enum(['text/plain', 'text/markdown', 'text/html']);
+export type DocumentContentType = z.infer<typeof DocumentContentType>;
+
+export const DOCUMENT_TITLE_MAX_CHARS = 300;
+export const DOCUMENT_CONTENT_MAX_CHARS = 2_000_000;
+// A list of 200 documents must fit in one NATS message (1 MB), so listings leave metadata out
+// and a source is at most this long.
+export const DOCUMENT_SOURCE_MAX_CHARS = 1_000;
+export const DOCUMENT_METADATA_MAX_CHARS = 16_000;
+export const DOCUMENT_LIST_MAX = 200;
+
+function hasControlCharacter(text: string): boolean {
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+// A one-line name: trimmed, not empty, no control characters.
+function singleLine(max: number) {
+  return z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(max)
+    .refine((text) => !hasControlCharacter(text), 'must not contain control characters');
+}
+
+// Postgres' jsonb refuses \u0000 in a string; an escaped backslash before "u0000" is not one.
+const ESCAPED_NUL = /(^|[^\\])(\\\\)*\\u0000/;
+
+export const DocumentMetadata = z
+  .record(z.string(), z.unknown())
+  .refine(
+    (metadata) => JSON.stringify(metadata).length <= DOCUMENT_METADATA_MAX_CHARS,
+    `must be at most ${DOCUMENT_METADATA_MAX_CHARS} characters as JSON`,
+  )
+  .refine(
+    (metadata) => !ESCAPED_NUL.test(JSON.stringify(metadata)),
+    'must not contain NUL characters',
+  );
+
+const Timestamp = z.iso.datetime({ offset: true });
+const DocumentListLimit = z.number().int().min(1).max(DOCUMENT_LIST_MAX);
+const ChunkIndex = z.number().int().min(0);
+
+// What a listing shows of a document. `sizeChars` counts the text after conversion, which is
+// what the chunks hold.
+export const DocumentEntry = z.object({
+  id: Id,
+  title: z.string(),
+  contentType: DocumentContentType,
+  source: z.string().nullable(),
+  sizeChars: z.number().int().nonnegative(),
+  chunkCount: z.number().int().nonnegative(),
+  createdAt: Timestamp,
+});
+export type DocumentEntry = z.infer<typeof DocumentEntry>;
+
+export const DocumentInfo = DocumentEntry.extend({
+  metadata: z.record(z.string(), z.unknown()),
+});
+export type DocumentInfo = z.infer<typeof DocumentInfo>;
+
+export const DocumentChunk = z.object({
+  index: ChunkIndex,
+  content: z.string(),
+  // Estimated: ceil(words × 1.3).
+  tokenCount: z.number().int().nonnegative(),
+});
+export type DocumentChunk = z.infer<typeof DocumentChunk>;
+
+// The fields each subject takes besides the user, shared with the HTTP bodies below so the
+// gateway and the memory service validate exactly the same thing.
+const ingestFields = {
+  title: singleLine(DOCUMENT_TITLE_MAX_CHARS),
+  contentType: DocumentContentType,
+  content: z.string().min(1, 'must not be empty').max(DOCUMENT_CONTENT_MAX_CHARS),
+  // Where it came from: a URL or a file name.
+  source: singleLine(DOCUMENT_SOURCE_MAX_CHARS).optional(),
+  metadata: DocumentMetadata.optional(),
+};
+const listFields = { limit: DocumentListLimit.default(50) };
+// A long document's chunks may not fit in one reply: ask again from the first one left out.
+const getFields = { id: Id, fromIndex: ChunkIndex.default(0) };
+const idFields = { id: Id };
+
+// memory.documents.ingest: converts, chunks and indexes a document for search.
+export const MemoryDocumentsIngestRequest = z.object({ userId: Id, ...ingestFields });
+export type MemoryDocumentsIngestRequest = z.input<typeof MemoryDocumentsIngestRequest>;
+export const MemoryDocumentsIngestResponse = z.object({ document: DocumentInfo });
+export type MemoryDocumentsIngestResponse = z.infer<typeof MemoryDocumentsIngestResponse>;
+export const memoryDocumentsIngest = defineRpc(
+  'memory.documents.ingest',
+  MemoryDocumentsIngestRequest,
+  MemoryDocumentsIngestResponse,
+);
+
+// memory.documents.list: the user's documents, newest first.
+export const MemoryDocumentsListRequest = z.object({ userId: Id, ...listFields });
+export type MemoryDocumentsListRequest = z.input<typeof MemoryDocumentsListRequest>;
+export const MemoryDocumentsListResponse = z.object({ documents: z.array(DocumentEntry) });
+export type MemoryDocumentsListResponse = z.infer<typeof MemoryDocumentsListResponse>;
+export const memoryDocumentsList = defineRpc(
+  'memory.documents.list',
+  MemoryDocumentsListRequest,
+  MemoryDocumentsListResponse,
+);
+
+// memory.documents.get: the document and its chunks in order, from `fromIndex`.
+export const MemoryDocumentsGetRequest = z.object({ userId: Id, ...getFields });
+export type MemoryDocumentsGetRequest = z.input<typeof MemoryDocumentsGetRequest>;
+export const MemoryDocumentsGetResponse = z.object({
+  document: DocumentInfo,
+  chunks: z.array(DocumentChunk),
+  // The remaining chunks did not fit in this reply.
+  isTruncated: z.boolean(),
+});
+export type MemoryDocumentsGetResponse = z.infer<typeof MemoryDocumentsGetResponse>;
+export const memoryDocumentsGet = defineRpc(
+  'memory.documents.get',
+  MemoryDocumentsGetRequest,
+  MemoryDocumentsGetResponse,
+);
+
+// memory.documents.delete: the document, its chunks and their embeddings.
+export const MemoryDocumentsDeleteRequest = z.object({ userId: Id, ...idFields });
+export type MemoryDocumentsDeleteRequest = z.input<typeof MemoryDocumentsDeleteRequest>;
+export const MemoryDocumentsDeleteResponse = z.object({ id: Id });
+export type MemoryDocumentsDeleteResponse = z.infer<typeof MemoryDocumentsDeleteResponse>;
+export const memoryDocumentsDelete = defineRpc(
+  'memory.documents.delete',
+  MemoryDocumentsDeleteRequest,
+  MemoryDocumentsDeleteResponse,
+);
+
+// HTTP under /v1/memory/documents. The user comes from the API key, so none of these take one;
+// query strings arrive as text and are coerced.
+
+// POST /
+export const DocumentIngestBody = z.strictObject(ingestFields);
+// GET /?limit=
+export const DocumentsListQuery = z.object({
+  limit: z.coerce.number().pipe(DocumentListLimit).optional(),
+});
+// GET /:id?fromIndex=
+export const DocumentGetQuery = z.object({
+  fromIndex: z.coerce.number().pipe(ChunkIndex).optional(),
+});
+// GET /:id, DELETE /:id
+export const DocumentIdParams = z.object(idFields);

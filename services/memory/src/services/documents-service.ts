@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { BusError } from '@jarvis/bus';
+import type {
+  DocumentChunk,
+  DocumentContentType,
+  MemoryDocumentsDeleteResponse,
+  MemoryDocumentsGetRequest,
+  MemoryDocumentsGetResponse,
+  MemoryDocumentsIngestRequest,
+  MemoryDocumentsIngestResponse,
+  MemoryDocumentsListRequest,
+  MemoryDocumentsListResponse,
+} from '@jarvis/contracts';
+import { type Pool, withTransaction } from '@jarvis/db';
+import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import type { z } from 'zod';
+import {
+  deleteChunkEmbeddings,
+  findDocument,
+  insertChunks,
+  insertDocument,
+  listChunksFrom,
+  listDocumentEntries,
+  type NewChunk,
+  removeDocument,
+} from '../repositories/documents-repository';
+import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
+import { addTermCounts } from '../repositories/term-stats-repository';
+import { chunkText, htmlToText, markdownToText } from './chunk-text';
+
+type IngestRequest = z.output<typeof MemoryDocumentsIngestRequest>;
+type ListRequest = z.output<typeof MemoryDocumentsListRequest>;
+type GetRequest = z.output<typeof MemoryDocumentsGetRequest>;
+
+// NATS carries at most 1 MB by default: the chunks of one reply stop here, which leaves room for
+// the document's metadata (at most 16,000 characters) and the envelope.
+const REPLY_CHUNKS_MAX_BYTES = 768 * 1024;
+// A chunk's index and token count as JSON, besides its content.
+const CHUNK_OVERHEAD_BYTES = 64;
+
+const TO_TEXT: Record<DocumentContentType, (content: string) => string> = {
+  'text/plain': (content) => content,
+  'text/markdown': markdownToText,
+  'text/html': htmlToText,
+};
+
+// A missing document and another user's answer the same, so ids never leak.
+function documentNotFound(): BusError {
+  return new BusError('not_found', 'document not found');
+}
+
+// Each chunk is embedded with the chunks on either side as context, like a message with its
+// neighbours, and counted once in the user's term statistics.
+function indexChunks(userId: string, chunks: NewChunk[], createdAt: Date) {
+  const rows: EmbeddingRow[] = chunks.map((chunk, position) => {
+    const context = [chunks[position - 1], chunks[position + 1]]
+      .flatMap((neighbour) => (neighbour ? [neighbour.content] : []))
+      .join('\n');
+    return {
+      kind: 'document',
+      itemId: chunk.id,
+      userId,
+      conversationId: null,
+      itemCreatedAt: createdAt,
+      vector: embedDocument({ text: chunk.content, context }),
+    };
+  });
+  const termCounts = new Map<string, number>();
+  for (const chunk of chunks) {
+    for (const term of new Set(toTerms(chunk.content))) {
+      termCounts.set(term, (termCounts.get(term) ?? 0) + 1);
+    }
+  }
+  return { rows, termCounts };
+}
+
+// Converts, chunks and stores the document, and makes every chunk searchable in the same
+// transaction.
+export async function ingestDocument(
+  pool: Pool,
+  request: IngestRequest,
+): Promise<MemoryDocumentsIngestResponse> {
+  const text = TO_TEXT[request.contentType](request.content);
+  const chunks: NewChunk[] = chunkText(text).map((chunk) => ({ ...chunk, id: randomUUID() }));
+  if (chunks.length === 0) throw new BusError('bad_request', 'document has no text');
+  return withTransaction(pool, async (db) => {
+    const document = await insertDocument(db, {
+      id: randomUUID(),
+      userId: request.userId,
+      title: request.title,
+      contentType: request.contentType,
+      source: request.source ?? null,
+      metadata: request.metadata ?? {},
+      sizeChars: text.length,
+      chunkCount: chunks.length,
+    });
+    const createdAt = await insertChunks(db, request.userId, document.id, chunks);
+    const { rows, termCounts } = indexChunks(request.userId, chunks, createdAt);
+    await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
+    await addTermCounts(db, request.userId, termCounts, chunks.length);
+    return { document };
+  });
+}
+
+export async function listDocuments(
+  pool: Pool,
+  request: ListRequest,
+): Promise<MemoryDocumentsListResponse> {
+  return { documents: await listDocumentEntries(pool, request.userId, request.limit) };
+}
+
+// As many chunks as fit in one reply; at least one, so asking again always makes progress.
+function fitReply(chunks: DocumentChunk[]): { chunks: DocumentChunk[]; isTruncated: boolean } {
+  let bytes = 0;
+  for (const [position, chunk] of chunks.entries()) {
+    bytes += Buffer.byteLength(JSON.stringify(chunk.content)) + CHUNK_OVERHEAD_BYTES;
+    if (bytes > REPLY_CHUNKS_MAX_BYTES && position > 0) {
+      return { chunks: chunks.slice(0, position), isTruncated: true };
+    }
+  }
+  return { chunks, isTruncated: false };
+}
+
+export async function getDocument(
+  pool: Pool,
+  request: GetRequest,
+): Promise<MemoryDocumentsGetResponse> {
+  const document = await findDocument(pool, request.userId, request.id);
+  if (!document) throw documentNotFound();
+  const chunks = await listChunksFrom(pool, request.userId, document.id, request.fromIndex);
+  return { document, ...fitReply(chunks) };
+}
+
+// Takes the chunks' embeddings with it. Term statistics keep counting the chunks: they only
+// weigh query words, and a slightly stale count barely moves a weight.
+export async function deleteDocument(
+  pool: Pool,
+  request: { userId: string; id: string },
+): Promise<MemoryDocumentsDeleteResponse> {
+  return withTransaction(pool, async (db) => {
+    await deleteChunkEmbeddings(db, request.userId, request.id);
+    if (!(await removeDocument(db, request.userId, request.id))) throw documentNotFound();
+    return { id: request.id };
+  });
+}

@@ -1,0 +1,173 @@
+import { BusError } from '@jarvis/bus';
+import {
+  FACT_HISTORY_MAX,
+  type Fact,
+  type MemoryFactsForgetRequest,
+  type MemoryFactsForgetResponse,
+  type MemoryFactsGetRequest,
+  type MemoryFactsGetResponse,
+  type MemoryFactsListRequest,
+  type MemoryFactsListResponse,
+  type MemoryFactsRememberRequest,
+  type MemoryFactsRememberResponse,
+  type MemoryFactsUpdateRequest,
+  type MemoryFactsUpdateResponse,
+} from '@jarvis/contracts';
+import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
+import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import type { z } from 'zod';
+import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
+import {
+  closeFact,
+  countOwnMessages,
+  deleteFactEmbeddings,
+  type FactFields,
+  findFact,
+  insertFact,
+  listMatchingFacts,
+  listOlderVersions,
+  lockFact,
+} from '../repositories/facts-repository';
+import { addTermCounts } from '../repositories/term-stats-repository';
+
+type ListRequest = z.output<typeof MemoryFactsListRequest>;
+type GetRequest = z.output<typeof MemoryFactsGetRequest>;
+type RememberRequest = z.output<typeof MemoryFactsRememberRequest>;
+type UpdateRequest = z.output<typeof MemoryFactsUpdateRequest>;
+type ForgetRequest = z.output<typeof MemoryFactsForgetRequest>;
+
+// A missing fact and another user's answer the same, so ids never leak.
+function factNotFound(): BusError {
+  return new BusError('not_found', 'fact not found');
+}
+
+// Stores one fact version and makes it searchable in the same transaction.
+async function storeFact(db: PoolClient, userId: string, fields: FactFields): Promise<Fact> {
+  const fact = await insertFact(db, userId, fields);
+  await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
+    {
+      kind: 'fact',
+      itemId: fact.id,
+      userId,
+      conversationId: null,
+      itemCreatedAt: new Date(fact.createdAt),
+      vector: embedDocument({ text: fact.content }),
+    },
+  ]);
+  const termCounts = new Map([...new Set(toTerms(fact.content))].map((term) => [term, 1]));
+  await addTermCounts(db, userId, termCounts, 1);
+  return fact;
+}
+
+// The row stays; only search stops finding it.
+async function invalidateFact(
+  db: PoolClient,
+  userId: string,
+  id: string,
+  successorId: string | null,
+): Promise<Fact> {
+  const closed = await closeFact(db, userId, id, successorId);
+  await deleteFactEmbeddings(db, userId, id);
+  return closed;
+}
+
+async function lockValidFact(db: PoolClient, userId: string, id: string): Promise<Fact> {
+  const fact = await lockFact(db, userId, id);
+  if (!fact) throw factNotFound();
+  if (fact.validTo !== null) throw new BusError('conflict', 'fact is no longer valid');
+  return fact;
+}
+
+// Provenance must name the user's own messages; another user's look like missing ones.
+async function requireOwnMessages(pool: Pool, userId: string, messageIds: string[]) {
+  if (messageIds.length === 0) return;
+  if ((await countOwnMessages(pool, userId, messageIds)) < messageIds.length) {
+    throw new BusError('bad_request', 'sourceMessageIds: message not found');
+  }
+}
+
+// The cursor is a createdAt, to the millisecond, while Postgres keeps microseconds: a page ending
+// inside a millisecond would make the next one (created before it) skip the rest of it. So a full
+// page stops before the millisecond it shares with the first fact left out.
+function endOnWholeMillisecond(facts: Fact[], limit: number): Fact[] {
+  const next = facts[limit];
+  if (!next) return facts;
+  const page = facts.slice(0, limit);
+  const whole = page.filter((fact) => fact.createdAt !== next.createdAt);
+  // More than a page of facts in one millisecond: the page can only cut it.
+  return whole.length > 0 ? whole : page;
+}
+
+export async function listFacts(
+  pool: Pool,
+  request: ListRequest,
+): Promise<MemoryFactsListResponse> {
+  const facts = await listMatchingFacts(
+    pool,
+    {
+      userId: request.userId,
+      category: request.category,
+      tag: request.tag,
+      includeInvalid: request.includeInvalid,
+      before: request.before ? new Date(request.before) : undefined,
+    },
+    request.limit + 1,
+  );
+  return { facts: endOnWholeMillisecond(facts, request.limit) };
+}
+
+export async function getFact(pool: Pool, request: GetRequest): Promise<MemoryFactsGetResponse> {
+  const fact = await findFact(pool, request.userId, request.id);
+  if (!fact) throw factNotFound();
+  const older = await listOlderVersions(pool, request.userId, fact.id, FACT_HISTORY_MAX + 1);
+  return {
+    fact,
+    history: older.slice(0, FACT_HISTORY_MAX),
+    isHistoryTruncated: older.length > FACT_HISTORY_MAX,
+  };
+}
+
+export async function rememberFact(
+  pool: Pool,
+  request: RememberRequest,
+): Promise<MemoryFactsRememberResponse> {
+  await requireOwnMessages(pool, request.userId, request.sourceMessageIds);
+  return withTransaction(pool, async (db) => ({
+    fact: await storeFact(db, request.userId, {
+      category: request.category,
+      content: request.content,
+      tags: request.tags,
+      importance: request.importance,
+      sourceMessageIds: request.sourceMessageIds,
+    }),
+  }));
+}
+
+// The successor keeps whatever the request leaves out, provenance included.
+export async function updateFact(
+  pool: Pool,
+  request: UpdateRequest,
+): Promise<MemoryFactsUpdateResponse> {
+  return withTransaction(pool, async (db) => {
+    const current = await lockValidFact(db, request.userId, request.id);
+    const fact = await storeFact(db, request.userId, {
+      category: request.category ?? current.category,
+      content: request.content ?? current.content,
+      tags: request.tags ?? current.tags,
+      importance: request.importance ?? current.importance,
+      sourceMessageIds: current.sourceMessageIds,
+    });
+    await invalidateFact(db, request.userId, current.id, fact.id);
+    return { fact };
+  });
+}
+
+export async function forgetFact(
+  pool: Pool,
+  request: ForgetRequest,
+): Promise<MemoryFactsForgetResponse> {
+  return withTransaction(pool, async (db) => {
+    const current = await lockValidFact(db, request.userId, request.id);
+    return { fact: await invalidateFact(db, request.userId, current.id, null) };
+  });
+}

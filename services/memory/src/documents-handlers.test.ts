@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   type MemoryDocumentsIngestRequest,
   memoryAppend,
@@ -49,17 +49,6 @@ afterAll(async () => {
   await serverBus?.close();
   await db?.stop();
 });
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 5_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
-}
 
 function ingest(
   userId: string,
@@ -441,7 +430,7 @@ describe('request validation', () => {
     ['metadata with a NUL', { metadata: { a: 'x\u0000y' } }, /^metadata: /],
     ['a userId that is not a uuid', { userId: 'nope' }, /^userId: /],
   ])('answers bad_request to %s', async (_label, override, message) => {
-    const reply = await sendRaw('memory.documents.ingest', { ...valid, ...override });
+    const reply = await sendRaw(clientBus, 'memory.documents.ingest', { ...valid, ...override });
 
     expect(reply).toEqual({
       ok: false,
@@ -454,7 +443,11 @@ describe('request validation', () => {
     ['Markdown with only an image', 'text/markdown', '![diagram](d.png)'],
     ['plain text of blanks', 'text/plain', ' \n\n\t '],
   ])('answers bad_request to %s and stores nothing', async (_label, contentType, content) => {
-    const reply = await sendRaw('memory.documents.ingest', { ...valid, contentType, content });
+    const reply = await sendRaw(clientBus, 'memory.documents.ingest', {
+      ...valid,
+      contentType,
+      content,
+    });
 
     expect(reply).toEqual({
       ok: false,
@@ -471,7 +464,7 @@ describe('request validation', () => {
     ['memory.documents.get', { id: randomUUID(), fromIndex: -1 }, /^fromIndex: /],
     ['memory.documents.delete', {}, /^id: /],
   ])('answers bad_request to a bad %s', async (subject, extra, message) => {
-    const reply = await sendRaw(subject, { userId, ...extra });
+    const reply = await sendRaw(clientBus, subject, { userId, ...extra });
 
     expect(reply).toEqual({
       ok: false,

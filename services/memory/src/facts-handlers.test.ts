@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   FACT_CONTENT_MAX_CHARS,
   type MemoryFactsListRequest,
@@ -48,27 +48,6 @@ afterAll(async () => {
   await serverBus?.close();
   await db?.stop();
 });
-
-async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof BusError) return error;
-    throw error;
-  }
-  throw new Error('expected the request to fail with a BusError');
-}
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 5_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
-}
 
 async function remember(
   userId: string,
@@ -485,7 +464,11 @@ describe('request validation at the edge', () => {
     ['a source that is not a uuid', { sourceMessageIds: ['nope'] }, 'sourceMessageIds.0'],
     ['a userId that is not a uuid', { userId: 'nope' }, 'userId'],
   ])('answers bad_request to a remember with %s', async (_label, override, field) => {
-    const reply = await sendRaw('memory.facts.remember', { userId, content: 'ok', ...override });
+    const reply = await sendRaw(clientBus, 'memory.facts.remember', {
+      userId,
+      content: 'ok',
+      ...override,
+    });
 
     expect(reply).toEqual({
       ok: false,
@@ -510,7 +493,7 @@ describe('request validation at the edge', () => {
     ['memory.facts.list', { before: 'yesterday' }, /^before: /],
     ['memory.facts.list', { category: 'gossip' }, /^category: /],
   ])('answers bad_request to %s with %j', async (subject, body, message) => {
-    const reply = await sendRaw(subject, { userId, ...body });
+    const reply = await sendRaw(clientBus, subject, { userId, ...body });
 
     expect(reply).toEqual({
       ok: false,
@@ -520,7 +503,11 @@ describe('request validation at the edge', () => {
 
   it('stores nothing for a rejected remember', async () => {
     const owner = randomUUID();
-    await sendRaw('memory.facts.remember', { userId: owner, content: 'x', importance: 11 });
+    await sendRaw(clientBus, 'memory.facts.remember', {
+      userId: owner,
+      content: 'x',
+      importance: 11,
+    });
 
     const { rows } = await db.pool.query('SELECT 1 FROM memory.facts WHERE user_id = $1', [owner]);
     expect(rows).toEqual([]);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   FILE_CONTENT_MAX_CHARS,
   FILE_GREP_MAX_MATCHES,
@@ -45,27 +45,6 @@ afterAll(async () => {
   await serverBus?.close();
   await db?.stop();
 });
-
-async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof BusError) return error;
-    throw error;
-  }
-  throw new Error('expected the request to fail with a BusError');
-}
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 5_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
-}
 
 function write(
   userId: string,
@@ -496,7 +475,7 @@ describe('request validation at the edge', () => {
     ['a segment over 128 characters', `notes/${'x'.repeat(129)}.md`],
     ['a path that is not a string', 42],
   ])('answers bad_request naming path to %s', async (_label, path) => {
-    const reply = await sendRaw('memory.files.write', { userId, path, content: 'x' });
+    const reply = await sendRaw(clientBus, 'memory.files.write', { userId, path, content: 'x' });
 
     expect(reply).toEqual({
       ok: false,
@@ -511,7 +490,7 @@ describe('request validation at the edge', () => {
     ['memory.files.history', {}],
     ['memory.files.restore', { version: 1 }],
   ])('applies the same path rules to %s', async (subject, extra) => {
-    const reply = await sendRaw(subject, { userId, path: 'a/../b', ...extra });
+    const reply = await sendRaw(clientBus, subject, { userId, path: 'a/../b', ...extra });
 
     expect(reply).toEqual({
       ok: false,
@@ -526,7 +505,7 @@ describe('request validation at the edge', () => {
     ['oversized metadata', { metadata: { blob: 'x'.repeat(16_001) } }, 'metadata'],
     ['a userId that is not a uuid', { userId: 'nope' }, 'userId'],
   ])('answers bad_request to %s', async (_label, override, field) => {
-    const reply = await sendRaw('memory.files.write', {
+    const reply = await sendRaw(clientBus, 'memory.files.write', {
       userId,
       path: 'ok.md',
       content: 'x',
@@ -540,7 +519,7 @@ describe('request validation at the edge', () => {
   });
 
   it('stores nothing for a rejected write', async () => {
-    const reply = await sendRaw('memory.files.write', {
+    const reply = await sendRaw(clientBus, 'memory.files.write', {
       userId,
       path: 'ok.md',
       content: 'x'.repeat(FILE_CONTENT_MAX_CHARS + 1),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   MESSAGE_MAX_CHARS,
   type MemoryAppendRequest,
@@ -37,27 +37,6 @@ afterAll(async () => {
   await serverBus?.close();
   await db?.stop();
 });
-
-async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof BusError) return error;
-    throw error;
-  }
-  throw new Error('expected the request to fail with a BusError');
-}
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 5_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
-}
 
 async function countRows(sql: string, params: unknown[]): Promise<number> {
   const { rows } = await db.pool.query<{ count: string }>(sql, params);
@@ -244,7 +223,7 @@ describe('request validation at the edge', () => {
       'recentLimit',
     ],
   ])('answers bad_request to %s', async (_label, subject, body, field) => {
-    const reply = await sendRaw(subject, body);
+    const reply = await sendRaw(clientBus, subject, body);
 
     expect(reply).toEqual({
       ok: false,

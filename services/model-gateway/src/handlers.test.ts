@@ -1,5 +1,5 @@
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { type ChatMessage, modelChat } from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
 import { type FakeLlm, freePort, startFakeLlm, uniqueNamespace } from '@jarvis/testkit';
@@ -49,16 +49,6 @@ async function startGateway(source: Record<string, string>): Promise<Gateway> {
   };
   gateways.push(gateway);
   return gateway;
-}
-
-async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof BusError) return error;
-    throw error;
-  }
-  throw new Error('expected the request to fail with a BusError');
 }
 
 // Each test adds OPENAI_BASE_URL: the fake, or a port nobody listens on.

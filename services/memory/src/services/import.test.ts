@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   IMPORT_MAX_MESSAGES,
   type ImportedMessage,
@@ -44,27 +44,6 @@ afterAll(async () => {
   await serverBus?.close();
   await db?.stop();
 });
-
-async function catchBusError(promise: Promise<unknown>): Promise<BusError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof BusError) return error;
-    throw error;
-  }
-  throw new Error('expected the request to fail with a BusError');
-}
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 10_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
-}
 
 async function countRows(sql: string, params: unknown[]): Promise<number> {
   const { rows } = await db.pool.query<{ count: string }>(sql, params);
@@ -328,7 +307,7 @@ describe('memory.messages.import', () => {
       message(`message ${index}`, '2023-01-01T00:00:00Z'),
     );
 
-    const tooMany = await sendRaw('memory.messages.import', {
+    const tooMany = await sendRaw(clientBus, 'memory.messages.import', {
       userId,
       conversationId,
       batchKey: 'big',
@@ -376,7 +355,7 @@ describe('memory.messages.import', () => {
       'role',
     ],
   ])('answers bad_request to %s', async (_label, override, field) => {
-    const reply = await sendRaw('memory.messages.import', {
+    const reply = await sendRaw(clientBus, 'memory.messages.import', {
       userId: randomUUID(),
       conversationId: randomUUID(),
       batchKey: 'export-1',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
+import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import {
   type ImportedMessage,
   type MemorySearchRequest,
@@ -186,17 +186,6 @@ function idsOf(userId: string, where: (message: StoredMessage) => boolean = () =
 
 function textsOf(results: SearchResult[]): string[] {
   return results.map((result) => result.text);
-}
-
-// Sends a body as it is, past the client-side validation of Bus.request, so the service's own
-// validation at its edge is what answers.
-async function sendRaw(subject: string, body: unknown): Promise<unknown> {
-  const reply = await clientBus.nc.request(
-    clientBus.subject(subject),
-    new TextEncoder().encode(JSON.stringify(body)),
-    { timeout: 5_000 },
-  );
-  return JSON.parse(new TextDecoder().decode(reply.data));
 }
 
 describe('memory.search', () => {
@@ -392,7 +381,7 @@ describe('memory.search', () => {
     ['an unknown kind', { query: 'dentist', kinds: ['note'] }, 'kinds'],
     ['a from that is not a date', { query: 'dentist', from: 'last tuesday' }, 'from'],
   ])('answers bad_request to %s', async (_label, body, field) => {
-    const reply = await sendRaw('memory.search', { userId: userA, ...body });
+    const reply = await sendRaw(clientBus, 'memory.search', { userId: userA, ...body });
 
     expect(reply).toEqual({
       ok: false,

@@ -30,6 +30,27 @@ export async function listUnsummarisedTail(
   }));
 }
 
+// Size of the tail without reading it: estimated tokens (a quarter of the characters, as
+// estimateTokens) and where it starts.
+export async function measureUnsummarisedTail(
+  db: Queryable,
+  userId: string,
+  conversationId: string,
+): Promise<{ tokens: number; firstSeq: number | undefined }> {
+  const { rows } = await db.query<{ tokens: string | null; first_seq: string | null }>(
+    `SELECT sum(ceil(length(content) / 4.0)) AS tokens, min(seq) AS first_seq
+     FROM memory.messages
+     WHERE conversation_id = $1 AND user_id = $2
+       AND seq > coalesce((SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)`,
+    [conversationId, userId],
+  );
+  const row = rows[0];
+  return {
+    tokens: Number(row?.tokens ?? 0),
+    firstSeq: row?.first_seq == null ? undefined : Number(row.first_seq),
+  };
+}
+
 export async function findLatestSummary(
   db: Queryable,
   conversationId: string,

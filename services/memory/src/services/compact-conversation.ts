@@ -8,6 +8,7 @@ import {
   findLatestSummary,
   insertSummary,
   listUnsummarisedTail,
+  measureUnsummarisedTail,
   type TailMessage,
 } from '../repositories/summaries-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
@@ -37,7 +38,7 @@ const INSTRUCTIONS =
   'open question; drop greetings and small talk. Write plain prose in the third person, at most ' +
   '250 words. If an earlier summary is given, do not repeat it; continue from it.';
 
-// Asks for compaction when the tail has grown past the threshold. Cheap: it reads only the tail.
+// Asks for compaction when the tail has grown past the threshold. Cheap: one aggregate query.
 export async function requestCompactionIfDue(
   bus: Bus,
   pool: Pool,
@@ -45,15 +46,13 @@ export async function requestCompactionIfDue(
   userId: string,
   conversationId: string,
 ): Promise<void> {
-  const tail = await listUnsummarisedTail(pool, userId, conversationId);
-  if (tailTokens(tail) <= settings.triggerTokens) return;
-  const first = tail[0];
-  if (!first) return;
+  const tail = await measureUnsummarisedTail(pool, userId, conversationId);
+  if (tail.tokens <= settings.triggerTokens || tail.firstSeq === undefined) return;
   await publishWork(
     bus,
     compactionRequested,
     { userId, conversationId },
-    `compact:${conversationId}:${first.seq}`,
+    `compact:${conversationId}:${tail.firstSeq}`,
   );
 }
 

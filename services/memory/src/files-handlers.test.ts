@@ -14,11 +14,13 @@ import {
   memoryFilesRestore,
   memoryFilesSearch,
   memoryFilesWrite,
+  memorySearch,
 } from '@jarvis/contracts';
 import { migrate } from '@jarvis/db';
 import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFileHandlers } from './files-handlers';
+import { registerHandlers } from './handlers';
 
 let db: TestDatabase;
 let serverBus: Bus;
@@ -34,7 +36,10 @@ beforeAll(async () => {
   const namespace = uniqueNamespace('memory-files');
   serverBus = await connectTestBus(namespace);
   clientBus = await connectTestBus(namespace);
-  subscriptions = registerFileHandlers(serverBus, db.pool);
+  subscriptions = [
+    ...registerFileHandlers(serverBus, db.pool),
+    ...registerHandlers(serverBus, db.pool),
+  ];
   // A request published before the server's SUB reached NATS would find no responders.
   await serverBus.nc.flush();
 });
@@ -410,6 +415,30 @@ describe('memory.files.search', () => {
     expect(excluded.results.map((result) => result.path).sort()).toEqual(['a.md', 'c.md']);
     expect(limited.results).toHaveLength(2);
     expect(stopWordsOnly.results).toEqual([]);
+  });
+});
+
+describe('files in memory search', () => {
+  it('finds the current version of a file, and forgets it once deleted', async () => {
+    const userId = randomUUID();
+    const other = randomUUID();
+    await write(userId, 'recipes/bread.md', 'Sourdough: 500 g flour, 350 g water, 10 g salt.');
+    await write(userId, 'recipes/bread.md', 'Sourdough: 500 g rye flour, 400 g water, 12 g salt.');
+    const search = (user: string, query: string) =>
+      clientBus.request(memorySearch, { userId: user, query, kinds: ['file'] });
+
+    const { results } = await search(userId, 'how much rye flour for the sourdough?');
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({
+      kind: 'file',
+      text: 'Sourdough: 500 g rye flour, 400 g water, 12 g salt.',
+      metadata: { path: 'recipes/bread.md', version: 2 },
+      conversationId: null,
+    });
+    expect((await search(other, 'sourdough rye flour')).results).toEqual([]);
+
+    await clientBus.request(memoryFilesDelete, { userId, path: 'recipes/bread.md' });
+    expect((await search(userId, 'sourdough rye flour')).results).toEqual([]);
   });
 });
 

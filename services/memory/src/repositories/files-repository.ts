@@ -7,6 +7,12 @@ import type {
   MemoryFileEntry,
 } from '@jarvis/contracts';
 import type { PoolClient, Queryable } from '@jarvis/db';
+import {
+  DEFAULT_IMPORTANCE,
+  type ItemDetails,
+  type SearchSource,
+  type TextFilter,
+} from './search-repository';
 
 export type StoredFile = MemoryFile & { id: string };
 
@@ -306,4 +312,60 @@ export async function searchLiveFiles(
     snippet: row.snippet,
     updatedAt: row.updated_at.toISOString(),
   }));
+}
+
+async function searchFileText(
+  db: Queryable,
+  filter: TextFilter,
+  words: string[],
+  limit: number,
+): Promise<string[]> {
+  // Files belong to no conversation.
+  if (words.length === 0 || filter.conversationId) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT f.id FROM memory.files f, to_tsquery('english', $2) q
+     WHERE f.user_id = $1 AND f.deleted_at IS NULL AND f.search @@ q
+       AND ($3::timestamptz IS NULL OR f.updated_at >= $3)
+       AND ($4::timestamptz IS NULL OR f.updated_at < $4)
+     ORDER BY ts_rank_cd(f.search, q) DESC LIMIT $5`,
+    [filter.userId, words.join(' | '), filter.from ?? null, filter.to ?? null, limit],
+  );
+  return rows.map((row) => row.id);
+}
+
+// A search result shows the start of a file, not all of it: a file may be a megabyte.
+const RESULT_TEXT_CHARS = 2_000;
+
+async function loadFileItems(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{
+    id: string;
+    path: string;
+    version: number;
+    tags: string[];
+    text: string;
+    updated_at: Date;
+  }>(
+    `SELECT id, path, version, tags, left(content, $3) AS text, updated_at FROM memory.files
+     WHERE user_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL`,
+    [userId, ids, RESULT_TEXT_CHARS],
+  );
+  return rows.map((row) => ({
+    kind: 'file',
+    id: row.id,
+    text: row.text,
+    metadata: { path: row.path, version: row.version, tags: row.tags },
+    createdAt: row.updated_at,
+    conversationId: null,
+    position: null,
+    importance: DEFAULT_IMPORTANCE,
+  }));
+}
+
+export const fileSource: SearchSource = { searchText: searchFileText, load: loadFileItems };
+
+export async function deleteFileEmbeddings(db: Queryable, fileId: string): Promise<void> {
+  await db.query("DELETE FROM memory.embeddings WHERE item_kind = 'file' AND item_id = $1", [
+    fileId,
+  ]);
 }

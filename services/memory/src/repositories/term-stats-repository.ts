@@ -42,3 +42,24 @@ export async function loadTermCounts(
     counts: new Map(counts.rows.map((row) => [row.term, row.items])),
   };
 }
+
+// The reverse of addTermCounts, for items that change or go away, so rarity weights do not drift.
+export async function removeTermCounts(
+  db: Queryable,
+  userId: string,
+  termCounts: Map<string, number>,
+  items: number,
+): Promise<void> {
+  if (items === 0) return;
+  const terms = [...termCounts.keys()].sort();
+  await db.query(
+    `UPDATE memory.term_stats s SET items = greatest(s.items - t.items, 0)
+     FROM unnest($2::text[], $3::int[]) AS t(term, items)
+     WHERE s.user_id = $1 AND s.term = t.term`,
+    [userId, terms, terms.map((term) => termCounts.get(term) ?? 0)],
+  );
+  await db.query(
+    'UPDATE memory.item_counts SET items = greatest(items - $2, 0) WHERE user_id = $1',
+    [userId, items],
+  );
+}

@@ -32,6 +32,7 @@ import {
   searchLiveFiles,
   updateFileContent,
 } from '../repositories/files-repository';
+import { indexFile, unindexFile } from './index-files';
 
 type FileRequest = { userId: string; path: string };
 
@@ -64,7 +65,9 @@ async function replaceCurrentVersion(
   next: FileContentFields,
 ): Promise<StoredFile> {
   await archiveCurrentVersion(db, userId, current.id);
-  return updateFileContent(db, userId, current.id, next);
+  const file = await updateFileContent(db, userId, current.id, next);
+  await indexFile(db, userId, file, current);
+  return file;
 }
 
 export async function listFiles(
@@ -116,7 +119,10 @@ export async function writeFile(
       tags: request.tags ?? [],
       metadata: request.metadata ?? {},
     });
-    if (created) return { file: toInfo(created) };
+    if (created) {
+      await indexFile(db, request.userId, created);
+      return { file: toInfo(created) };
+    }
     const current = await lockLiveFile(db, request.userId, request.path);
     // The file holding the path was deleted between the insert and the lock.
     if (!current) throw new BusError('conflict', 'the file changed while being written; retry');
@@ -216,6 +222,7 @@ export async function deleteFile(
     if (!current) throw fileNotFound();
     await archiveCurrentVersion(db, request.userId, current.id);
     await markFileDeleted(db, request.userId, current.id);
+    await unindexFile(db, request.userId, current);
     return { path: current.path };
   });
 }

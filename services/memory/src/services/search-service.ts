@@ -11,6 +11,7 @@ import type { z } from 'zod';
 import { documentSource } from '../repositories/documents-repository';
 import { findNearest, loadVectors, scoreItems } from '../repositories/embeddings-repository';
 import { factSource } from '../repositories/facts-repository';
+import { fileSource } from '../repositories/files-repository';
 import {
   DEFAULT_IMPORTANCE,
   type ItemDetails,
@@ -42,12 +43,13 @@ const IMPORTANCE_SPREAD = 0.1;
 // ranking of tens of thousands of matches is slow and says little.
 const MAX_TEXT_WORD_SHARE = 0.2;
 
-// The kinds search can find. Memory files are searched by their own subject for now.
+// The kinds search can find, each with its own full-text search.
 const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
   message: messageSource,
   fact: factSource,
   summary: summarySource,
   document: documentSource,
+  file: fileSource,
 };
 
 export async function searchMemory(

@@ -47,3 +47,12 @@ export function toTerms(text: string): string[] {
   }
   return terms;
 }
+
+// In how many of the texts each term occurs: what term statistics count.
+export function countTermsByText(texts: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const text of texts) {
+    for (const term of new Set(toTerms(text))) counts.set(term, (counts.get(term) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -472,3 +472,27 @@ describe('request validation', () => {
     });
   });
 });
+
+describe('term statistics', () => {
+  it('counts a document while it exists and uncounts it when deleted', async () => {
+    const userId = randomUUID();
+    const stats = async () => {
+      const { rows } = await db.pool.query<{ term: string; items: number }>(
+        `SELECT term, items FROM memory.term_stats WHERE user_id = $1 AND term = 'zanzibar'`,
+        [userId],
+      );
+      const total = await db.pool.query<{ items: string }>(
+        'SELECT items FROM memory.item_counts WHERE user_id = $1',
+        [userId],
+      );
+      return { zanzibar: rows[0]?.items ?? 0, items: Number(total.rows[0]?.items ?? 0) };
+    };
+    const { document } = await ingest(userId, {
+      content: 'Zanzibar trip notes: spices and beaches.',
+    });
+    expect(await stats()).toEqual({ zanzibar: 1, items: 1 });
+
+    await clientBus.request(memoryDocumentsDelete, { userId, id: document.id });
+    expect(await stats()).toEqual({ zanzibar: 0, items: 0 });
+  });
+});

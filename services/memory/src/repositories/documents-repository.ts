@@ -238,3 +238,15 @@ async function loadChunks(db: Queryable, userId: string, ids: string[]): Promise
 
 // A search result is one chunk: its id is the chunk's, its metadata names the document.
 export const documentSource: SearchSource = { searchText: searchChunkText, load: loadChunks };
+
+export async function listChunkContents(
+  db: Queryable,
+  userId: string,
+  documentId: string,
+): Promise<string[]> {
+  const { rows } = await db.query<{ content: string }>(
+    'SELECT content FROM memory.document_chunks WHERE document_id = $1 AND user_id = $2',
+    [documentId, userId],
+  );
+  return rows.map((row) => row.content);
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, publishWork } from '@jarvis/bus';
 import { compactionRequested, modelChat } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
   findLatestSummary,
@@ -108,12 +108,7 @@ export async function compactConversation(
           vector: embedDocument({ text: content }),
         },
       ]);
-      await addTermCounts(
-        db,
-        userId,
-        new Map([...new Set(toTerms(content))].map((term) => [term, 1])),
-        1,
-      );
+      await addTermCounts(db, userId, countTermsByText([content]), 1);
     });
     summaries++;
   }

@@ -12,20 +12,21 @@ import type {
   MemoryDocumentsListResponse,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import {
   deleteChunkEmbeddings,
   findDocument,
   insertChunks,
   insertDocument,
+  listChunkContents,
   listChunksFrom,
   listDocumentEntries,
   type NewChunk,
   removeDocument,
 } from '../repositories/documents-repository';
 import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
-import { addTermCounts } from '../repositories/term-stats-repository';
+import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
 import { chunkText, htmlToText, markdownToText } from './chunk-text';
 
 type IngestRequest = z.output<typeof MemoryDocumentsIngestRequest>;
@@ -65,13 +66,7 @@ function indexChunks(userId: string, chunks: NewChunk[], createdAt: Date) {
       vector: embedDocument({ text: chunk.content, context }),
     };
   });
-  const termCounts = new Map<string, number>();
-  for (const chunk of chunks) {
-    for (const term of new Set(toTerms(chunk.content))) {
-      termCounts.set(term, (termCounts.get(term) ?? 0) + 1);
-    }
-  }
-  return { rows, termCounts };
+  return { rows, termCounts: countTermsByText(chunks.map((chunk) => chunk.content)) };
 }
 
 // Converts, chunks and stores the document, and makes every chunk searchable in the same
@@ -138,8 +133,10 @@ export async function deleteDocument(
   request: { userId: string; id: string },
 ): Promise<MemoryDocumentsDeleteResponse> {
   return withTransaction(pool, async (db) => {
+    const contents = await listChunkContents(db, request.userId, request.id);
     await deleteChunkEmbeddings(db, request.userId, request.id);
     if (!(await removeDocument(db, request.userId, request.id))) throw documentNotFound();
+    await removeTermCounts(db, request.userId, countTermsByText(contents), contents.length);
     return { id: request.id };
   });
 }

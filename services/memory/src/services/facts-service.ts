@@ -14,7 +14,7 @@ import {
   type MemoryFactsUpdateResponse,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
-import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
@@ -28,7 +28,7 @@ import {
   listOlderVersions,
   lockFact,
 } from '../repositories/facts-repository';
-import { addTermCounts } from '../repositories/term-stats-repository';
+import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
 
 type ListRequest = z.output<typeof MemoryFactsListRequest>;
 type GetRequest = z.output<typeof MemoryFactsGetRequest>;
@@ -42,8 +42,18 @@ function factNotFound(): BusError {
 }
 
 // Stores one fact version and makes it searchable in the same transaction.
-async function storeFact(db: PoolClient, userId: string, fields: FactFields): Promise<Fact> {
+export async function storeFact(db: PoolClient, userId: string, fields: FactFields): Promise<Fact> {
   const fact = await insertFact(db, userId, fields);
+  await indexFact(db, userId, fact);
+  return fact;
+}
+
+// Makes a valid fact version searchable: its embedding and its terms. Also for restored exports.
+export async function indexFact(
+  db: PoolClient,
+  userId: string,
+  fact: Pick<Fact, 'id' | 'content' | 'createdAt'>,
+): Promise<void> {
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
     {
       kind: 'fact',
@@ -54,13 +64,11 @@ async function storeFact(db: PoolClient, userId: string, fields: FactFields): Pr
       vector: embedDocument({ text: fact.content }),
     },
   ]);
-  const termCounts = new Map([...new Set(toTerms(fact.content))].map((term) => [term, 1]));
-  await addTermCounts(db, userId, termCounts, 1);
-  return fact;
+  await addTermCounts(db, userId, countTermsByText([fact.content]), 1);
 }
 
 // The row stays; only search stops finding it.
-async function invalidateFact(
+export async function invalidateFact(
   db: PoolClient,
   userId: string,
   id: string,
@@ -68,6 +76,7 @@ async function invalidateFact(
 ): Promise<Fact> {
   const closed = await closeFact(db, userId, id, successorId);
   await deleteFactEmbeddings(db, userId, id);
+  await removeTermCounts(db, userId, countTermsByText([closed.content]), 1);
   return closed;
 }
 

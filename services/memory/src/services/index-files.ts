@@ -1,5 +1,5 @@
 import type { Queryable } from '@jarvis/db';
-import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import { deleteFileEmbeddings } from '../repositories/files-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
@@ -12,10 +12,6 @@ type IndexedFile = { id: string; path: string; content: string; updatedAt: strin
 
 function indexedText(path: string, content: string): string {
   return `${path}\n${content.slice(0, INDEXED_CHARS)}`;
-}
-
-function termsOf(text: string): Map<string, number> {
-  return new Map([...new Set(toTerms(text))].map((term) => [term, 1]));
 }
 
 // Makes the file's current version searchable; `previous` is the content it replaces, whose
@@ -38,11 +34,16 @@ export async function indexFile(
     },
   ]);
   if (previous)
-    await removeTermCounts(db, userId, termsOf(indexedText(previous.path, previous.content)), 1);
-  await addTermCounts(db, userId, termsOf(text), 1);
+    await removeTermCounts(
+      db,
+      userId,
+      countTermsByText([indexedText(previous.path, previous.content)]),
+      1,
+    );
+  await addTermCounts(db, userId, countTermsByText([text]), 1);
 }
 
 export async function unindexFile(db: Queryable, userId: string, file: IndexedFile): Promise<void> {
   await deleteFileEmbeddings(db, file.id);
-  await removeTermCounts(db, userId, termsOf(indexedText(file.path, file.content)), 1);
+  await removeTermCounts(db, userId, countTermsByText([indexedText(file.path, file.content)]), 1);
 }

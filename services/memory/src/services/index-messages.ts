@@ -1,5 +1,5 @@
 import type { Queryable } from '@jarvis/db';
-import { embedDocument, LOCAL_EMBEDDING_MODEL, toTerms } from '@jarvis/embeddings';
+import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import { type IndexedMessage, listNeighbours } from '../repositories/messages-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
@@ -40,11 +40,6 @@ export async function indexMessages(
   }
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
 
-  const termCounts = new Map<string, number>();
-  for (const message of messages) {
-    for (const term of new Set(toTerms(message.content))) {
-      termCounts.set(term, (termCounts.get(term) ?? 0) + 1);
-    }
-  }
+  const termCounts = countTermsByText(messages.map((message) => message.content));
   await addTermCounts(db, userId, termCounts, messages.length);
 }

@@ -2,15 +2,8 @@ import { ChatResponse, MemorySearchResponse } from '@jarvis/contracts';
 import { type FakeLlmRequest, waitFor } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isTurnRequest, sentMessages } from './fake-requests';
 import { type StackFixture, startStackFixture } from './stack-fixture';
-
-type SentMessage = { role: string; content: string };
-
-function sentMessages(request: FakeLlmRequest | undefined): SentMessage[] {
-  const body = request?.body;
-  if (typeof body !== 'object' || body === null || !('messages' in body)) return [];
-  return Array.isArray(body.messages) ? body.messages : [];
-}
 
 function isSummaryRequest(request: FakeLlmRequest): boolean {
   return sentMessages(request).some((message) =>
@@ -81,12 +74,7 @@ describe('a conversation longer than the prompt budget', () => {
 
     const last = await fixture.chat(apiKey, { message: 'what was the garden plan again?' });
     expect(last.status).toBe(200);
-    const prompt = sentMessages(
-      fixture.fake
-        .chatRequests()
-        .filter((request) => !isSummaryRequest(request))
-        .at(-1),
-    );
+    const prompt = sentMessages(fixture.fake.chatRequests().filter(isTurnRequest).at(-1));
     expect(prompt[0]?.content).toContain('SUMMARY: the user described the garden plan in detail.');
     // Within budget: the summarised turns reach the prompt as their summary only, and the new
     // message is last.

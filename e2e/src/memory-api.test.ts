@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorBody, ImportMessagesResponse, MemorySearchResponse } from '@jarvis/contracts';
+import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('the memory API through the gateway', () => {
@@ -150,6 +152,31 @@ describe('the memory API through the gateway', () => {
       ).json(),
     );
     expect(results.map((result) => result.text)).toContain('my new dog is called Biscuit');
+  });
+
+  it('records each agent run as an episode file', async () => {
+    const chat = await fixture.chat(bob, { message: 'please book a table for four on Friday' });
+    expect(chat.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const listing = await waitFor(
+      async () => {
+        const response = await call('GET', `/v1/memory/files?prefix=episodes/${today}/`, bob);
+        const body = z
+          .object({ files: z.array(z.object({ path: z.string() })) })
+          .parse(await response.json());
+        return body.files.length > 0 ? body.files : undefined;
+      },
+      { timeoutMs: 15_000, what: 'an episode file' },
+    );
+    const path = listing[0]?.path ?? '';
+    const read = await call(
+      'GET',
+      `/v1/memory/files/content?path=${encodeURIComponent(path)}`,
+      bob,
+    );
+    const { file } = z.object({ file: z.object({ content: z.string() }) }).parse(await read.json());
+    expect(file.content).toContain('please book a table for four on Friday');
+    expect(file.content).toContain('## Jarvis answered');
   });
 
   it('keeps memory files with their history', async () => {

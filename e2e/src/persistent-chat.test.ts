@@ -1,15 +1,7 @@
 import { ChatResponse } from '@jarvis/contracts';
-import type { FakeLlmRequest } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isTurnRequest, sentMessages } from './fake-requests';
 import { type StackFixture, startStackFixture } from './stack-fixture';
-
-type SentMessage = { role: string; content: string };
-
-function sentMessages(request: FakeLlmRequest | undefined): SentMessage[] {
-  const body = request?.body;
-  if (typeof body !== 'object' || body === null || !('messages' in body)) return [];
-  return Array.isArray(body.messages) ? body.messages : [];
-}
 
 describe('one persistent conversation across a full restart', () => {
   let fixture: StackFixture;
@@ -48,7 +40,7 @@ describe('one persistent conversation across a full restart', () => {
     // No conversation id was sent either time: both landed in the user's single conversation.
     expect(secondBody.conversationId).toBe(firstBody.conversationId);
     expect(secondBody.reply.content).toBe('Your favourite colour is purple.');
-    const sent = sentMessages(fixture.fake.chatRequests().at(-1));
+    const sent = sentMessages(fixture.fake.chatRequests().filter(isTurnRequest).at(-1));
     expect(sent).toContainEqual({ role: 'user', content: 'my favourite colour is purple' });
     expect(sent).toContainEqual({ role: 'assistant', content: firstBody.reply.content });
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'what is my favourite colour?' });

@@ -1,7 +1,9 @@
 import { mkdir } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
+import { QueryCycleQueue } from './wire-queue';
 
 // Not 5432, so it never clashes with a real Postgres on the same machine.
 export const EMBEDDED_POSTGRES_PORT = 54320;
@@ -23,8 +25,9 @@ export function embeddedPostgresUrl(host: string, port: number): string {
   return `postgres://postgres:postgres@${hostPart}:${port}/postgres?sslmode=disable`;
 }
 
-// Postgres with pgvector in WebAssembly, served over the wire protocol, so services use the
-// same `pg` code as against a real server. Queries from all connections run one at a time.
+// Postgres with pgvector in WebAssembly, served over the wire protocol (pglite-socket's
+// connection handler, with a queue that keeps each connection's query cycle together), so
+// services use the same `pg` code as against a real server.
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgres> {
@@ -32,24 +35,36 @@ export async function startEmbeddedPostgres(
   await mkdir(options.dataDir, { recursive: true });
   const db = await PGlite.create({ dataDir: options.dataDir, extensions: { vector } });
   await db.exec('CREATE EXTENSION IF NOT EXISTS vector');
-  const server = new PGLiteSocketServer({
-    db,
-    host,
-    port: options.port ?? EMBEDDED_POSTGRES_PORT,
-    maxConnections: 200,
+  const queue = new QueryCycleQueue(db);
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    const handler = new PGLiteSocketHandler({
+      // The handler only calls enqueue, getQueueLength, clearQueueForHandler and
+      // clearTransactionIfNeeded; its declared type is a class it does not export.
+      queryQueue: queue as unknown as PGLiteSocketHandlerOptions['queryQueue'],
+      closeOnDetach: true,
+    });
+    handler.attach(socket).catch(() => socket.destroy());
   });
   try {
-    await server.start();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? EMBEDDED_POSTGRES_PORT, host, () => resolve());
+    });
   } catch (error) {
     // Close the database, or a retry on the same folder would open it a second time.
     await db.close();
     throw error;
   }
-  const port = Number(server.getServerConn().split(':').at(-1));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
   return {
     url: embeddedPostgresUrl(host, port),
     async stop() {
-      await server.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
       await db.close();
     },
   };

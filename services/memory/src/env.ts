@@ -17,7 +17,7 @@ const Env = z.object({
     .default(DEFAULT_COMPACTION.triggerTokens),
   // ...down to this many of its newest tokens, kept verbatim.
   SUMMARY_KEEP_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_COMPACTION.keepTokens),
-  // Longest wait for the utility model to write one summary.
+  // Longest wait for one answer of the utility model (a summary, a fact extraction).
   UTILITY_MODEL_TIMEOUT_MS: z.coerce
     .number()
     .int()

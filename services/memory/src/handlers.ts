@@ -1,10 +1,12 @@
 import { type Bus, startWorker, type WorkQueueOptions } from '@jarvis/bus';
 import {
   compactionRequested,
+  extractionRequested,
   memoryAppend,
   memoryImport,
   memoryRecall,
   memorySearch,
+  type StoredMessage,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import {
@@ -13,9 +15,16 @@ import {
   DEFAULT_COMPACTION,
   requestCompactionIfDue,
 } from './services/compact-conversation';
+import {
+  type ExtractionSettings,
+  extractFacts,
+  recordExtractionGaveUp,
+} from './services/extract-facts';
 import { appendMessage, importMessages } from './services/messages-service';
 import { recallContext } from './services/recall-service';
+import { rememberIfAsked } from './services/remember-command';
 import { searchMemory } from './services/search-service';
+import { writeEpisode } from './services/write-episode';
 
 export function registerHandlers(bus: Bus, pool: Pool, compaction = DEFAULT_COMPACTION) {
   // Compaction runs off the request path: a failure to queue it never fails the write.
@@ -23,9 +32,18 @@ export function registerHandlers(bus: Bus, pool: Pool, compaction = DEFAULT_COMP
     requestCompactionIfDue(bus, pool, compaction, userId, conversationId).catch((error: unknown) =>
       bus.logger.warn({ err: error, conversationId }, 'could not queue compaction'),
     );
+  // The message is stored either way; a fact that could not be stored is left to extraction.
+  const rememberNow = (userId: string, message: StoredMessage) =>
+    rememberIfAsked(pool, userId, message).catch((error: unknown) =>
+      bus.logger.warn(
+        { err: error, messageId: message.id },
+        'could not store the fact the user asked for',
+      ),
+    );
   return [
     bus.serve(memoryAppend, async (request) => {
       const stored = await appendMessage(pool, request);
+      if (!stored.isDuplicate) await rememberNow(request.userId, stored.message);
       await compactLater(request.userId, stored.message.conversationId);
       return stored;
     }),
@@ -62,6 +80,34 @@ export function startCompactionWorker(
       bus.logger.warn({ err: error, conversationId: job.conversationId }, 'compaction failed');
       if (delivery.deliveryCount >= queue.maxDeliver) return { type: 'drop' };
       return { type: 'retry', delayMs: Math.min(30_000 * delivery.deliveryCount, 300_000) };
+    }
+  });
+}
+
+// Looks for facts worth keeping in each finished turn. A model that is down is retried later, with
+// growing pauses; after the last attempt the turn is recorded as failed.
+export function startExtractionWorker(
+  bus: Bus,
+  pool: Pool,
+  settings: ExtractionSettings,
+  queue: WorkQueueOptions,
+) {
+  return startWorker(bus, extractionRequested, queue, async (job, delivery) => {
+    try {
+      await writeEpisode(pool, job, new Date());
+      await extractFacts(bus, pool, settings, job);
+      return { type: 'ack' };
+    } catch (error) {
+      const isLast = delivery.deliveryCount >= queue.maxDeliver;
+      bus.logger.warn(
+        { err: error, runId: job.runId, turnId: job.turnId, isLast },
+        'fact extraction failed',
+      );
+      if (!isLast) {
+        return { type: 'retry', delayMs: Math.min(15_000 * delivery.deliveryCount, 120_000) };
+      }
+      await recordExtractionGaveUp(pool, job, error);
+      return { type: 'drop' };
     }
   });
 }

@@ -1,13 +1,20 @@
 import { Bus, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
-import { COMPACTION_STREAM, compactionRequested } from '@jarvis/contracts';
+import {
+  COMPACTION_STREAM,
+  compactionRequested,
+  EXTRACTION_STREAM,
+  extractionRequested,
+} from '@jarvis/contracts';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { registerDocumentHandlers } from './documents-handlers';
 import { loadEnv } from './env';
+import { registerExportHandlers } from './export-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
-import { registerHandlers, startCompactionWorker } from './handlers';
+import { registerForgetHandlers } from './forget-handlers';
+import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
 import { configureVectorSearch } from './vector-search-settings';
 
 const SERVICE = 'memory';
@@ -48,11 +55,28 @@ try {
     maxInFlight: 2,
   };
   await ensureWorkQueue(bus, compactionRequested, compactionQueue);
+  const extractionQueue: WorkQueueOptions = {
+    stream: EXTRACTION_STREAM,
+    consumer: 'memory-extraction',
+    // Longer than one extraction takes; live workers extend it while they wait on the model.
+    ackWaitMs: 60_000,
+    maxDeliver: 5,
+    maxInFlight: 2,
+  };
+  await ensureWorkQueue(bus, extractionRequested, extractionQueue);
   registerHandlers(bus, pool, compaction);
   registerFileHandlers(bus, pool);
   registerDocumentHandlers(bus, pool);
   registerFactHandlers(bus, pool);
+  registerForgetHandlers(bus, pool);
+  registerExportHandlers(bus, pool);
   const compactionWorker = await startCompactionWorker(bus, pool, compaction, compactionQueue);
+  const extractionWorker = await startExtractionWorker(
+    bus,
+    pool,
+    { modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS },
+    extractionQueue,
+  );
 
   const service = createService({
     name: SERVICE,
@@ -64,6 +88,7 @@ try {
     // Drain the bus first so in-flight requests finish against a live pool.
     onStop: async () => {
       await compactionWorker.stop();
+      await extractionWorker.stop();
       await bus.close();
       await pool.end();
       await telemetry.stop();

@@ -9,8 +9,10 @@ import { authenticate, createUser, requireScope } from '../services/api-keys';
 import { runChatTurn } from '../services/chat';
 import { createConversationsRouter } from './conversations-router';
 import { createDocumentsRouter } from './documents-router';
+import { createExportRouter } from './export-router';
 import { createFactsRouter } from './facts-router';
 import { createFilesRouter } from './files-router';
+import { createForgetRouter } from './forget-router';
 import { createMemoryRouter } from './memory-router';
 import { parseBody } from './parse-body';
 
@@ -29,9 +31,11 @@ export function createApiRouter(deps: ApiDeps): Router {
   // Routes that take large bodies parse them themselves, before the general limit applies.
   router.use('/conversations', createConversationsRouter(deps));
   router.use('/memory/documents', createDocumentsRouter(deps));
+  router.use('/memory', createExportRouter(deps));
   router.use(express.json({ limit: deps.bodyLimitBytes }));
   router.use('/memory/files', createFilesRouter(deps));
   router.use('/memory/facts', createFactsRouter(deps));
+  router.use('/memory/forget', createForgetRouter(deps));
   router.use('/memory', createMemoryRouter(deps));
 
   router.post('/admin/users', async (req, res) => {

@@ -76,7 +76,7 @@ export async function listRecentMessages(
   const { rows } = await db.query<MessageRow>(
     `SELECT ${COLUMNS} FROM (
        SELECT ${COLUMNS}, seq FROM memory.messages
-       WHERE conversation_id = $1 AND user_id = $2
+       WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
          AND seq > coalesce(
            (SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)
        ORDER BY seq DESC LIMIT $3
@@ -87,6 +87,8 @@ export async function listRecentMessages(
 }
 
 export type ImportRow = {
+  // A restored export brings its own (derived) ids; otherwise one is generated.
+  id?: string;
   role: MessageRole;
   content: string;
   author: string | undefined;
@@ -111,9 +113,10 @@ export async function insertMessagesInOrder(
   const { rows: inserted } = await db.query<{ id: string; content: string; created_at: Date }>(
     `INSERT INTO memory.messages
        (id, user_id, conversation_id, role, content, author, metadata, idempotency_key, created_at)
-     SELECT gen_random_uuid(), $1, $2, role, content, author, metadata, key, created_at
-     FROM unnest($3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::timestamptz[])
-       WITH ORDINALITY AS t(role, content, author, metadata, key, created_at, position)
+     SELECT coalesce(id, gen_random_uuid()), $1, $2, role, content, author, metadata, key, created_at
+     FROM unnest($3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::timestamptz[],
+       $9::uuid[])
+       WITH ORDINALITY AS t(role, content, author, metadata, key, created_at, id, position)
      ORDER BY position
      ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING id, content, created_at`,
@@ -126,6 +129,7 @@ export async function insertMessagesInOrder(
       rows.map((row) => JSON.stringify(row.metadata)),
       rows.map((row) => row.idempotencyKey),
       rows.map((row) => row.createdAt),
+      rows.map((row) => row.id ?? null),
     ],
   );
   return inserted.map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at }));
@@ -141,7 +145,7 @@ export async function listNeighbours(
 ): Promise<{ previous: IndexedMessage[] }> {
   const { rows } = await db.query<{ id: string; content: string; created_at: Date }>(
     `SELECT id, content, created_at FROM memory.messages
-     WHERE conversation_id = $1
+     WHERE conversation_id = $1 AND forgotten_at IS NULL
        AND seq < (SELECT min(seq) FROM memory.messages WHERE id = ANY($2::uuid[]))
      ORDER BY seq DESC LIMIT $3`,
     [conversationId, ids, before],
@@ -163,4 +167,36 @@ export async function findMessageContent(
     [messageId, userId],
   );
   return rows[0]?.content;
+}
+
+// A forgotten message stays on record but leaves recall, search and export. Answers the
+// messages forgotten now: another user's, and those forgotten before, are left alone.
+export async function markMessagesForgotten(
+  db: PoolClient,
+  userId: string,
+  ids: string[],
+): Promise<{ id: string; content: string }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: string; content: string }>(
+    `UPDATE memory.messages SET forgotten_at = now()
+     WHERE user_id = $1 AND id = ANY($2::uuid[]) AND forgotten_at IS NULL
+     RETURNING id, content`,
+    [userId, ids],
+  );
+  return rows;
+}
+
+// Embeddings have no foreign key to their items: a forgotten message's go by hand, so vector
+// search cannot find it.
+export async function deleteMessageEmbeddings(
+  db: PoolClient,
+  userId: string,
+  ids: string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `DELETE FROM memory.embeddings
+     WHERE item_kind = 'message' AND user_id = $1 AND item_id = ANY($2::uuid[])`,
+    [userId, ids],
+  );
 }

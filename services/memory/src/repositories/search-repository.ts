@@ -25,7 +25,7 @@ async function searchMessageText(
   if (words.length === 0) return [];
   const { rows } = await db.query<{ id: string }>(
     `SELECT m.id FROM memory.messages m, to_tsquery('english', $2) q
-     WHERE m.user_id = $1 AND m.search @@ q
+     WHERE m.user_id = $1 AND m.search @@ q AND m.forgotten_at IS NULL
        AND ($3::uuid IS NULL OR m.conversation_id = $3)
        AND ($4::timestamptz IS NULL OR m.created_at >= $4)
        AND ($5::timestamptz IS NULL OR m.created_at < $5)
@@ -69,7 +69,7 @@ async function loadMessages(db: Queryable, userId: string, ids: string[]): Promi
     seq: string;
   }>(
     `SELECT id, content, metadata, created_at, conversation_id, seq FROM memory.messages
-     WHERE user_id = $1 AND id = ANY($2::uuid[])`,
+     WHERE user_id = $1 AND id = ANY($2::uuid[]) AND forgotten_at IS NULL`,
     [userId, ids],
   );
   return rows.map((row) => ({

@@ -17,7 +17,7 @@ export async function listUnsummarisedTail(
 ): Promise<TailMessage[]> {
   const { rows } = await db.query<{ seq: string; role: string; content: string; created_at: Date }>(
     `SELECT seq, role, content, created_at FROM memory.messages
-     WHERE conversation_id = $1 AND user_id = $2
+     WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
        AND seq > coalesce((SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)
      ORDER BY seq`,
     [conversationId, userId],
@@ -40,7 +40,7 @@ export async function measureUnsummarisedTail(
   const { rows } = await db.query<{ tokens: string | null; first_seq: string | null }>(
     `SELECT sum(ceil(length(content) / 4.0)) AS tokens, min(seq) AS first_seq
      FROM memory.messages
-     WHERE conversation_id = $1 AND user_id = $2
+     WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
        AND seq > coalesce((SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)`,
     [conversationId, userId],
   );

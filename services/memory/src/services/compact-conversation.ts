@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, publishWork } from '@jarvis/bus';
 import { compactionRequested, modelChat } from '@jarvis/contracts';
-import { type Pool, withTransaction } from '@jarvis/db';
+import { type Pool, type Queryable, withTransaction } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
@@ -98,21 +98,30 @@ export async function compactConversation(
         content: content.trim(),
       });
       if (!isNew) return;
-      await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
-        {
-          kind: 'summary',
-          itemId: id,
-          userId,
-          conversationId,
-          itemCreatedAt: last.createdAt,
-          vector: embedDocument({ text: content }),
-        },
-      ]);
-      await addTermCounts(db, userId, countTermsByText([content]), 1);
+      await indexSummary(db, userId, { id, conversationId, content, toAt: last.createdAt });
     });
     summaries++;
   }
   return { summaries, isDone: false };
+}
+
+// Makes a summary searchable, dated by the last message it covers. Also for restored exports.
+export async function indexSummary(
+  db: Queryable,
+  userId: string,
+  summary: { id: string; conversationId: string; content: string; toAt: Date },
+): Promise<void> {
+  await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
+    {
+      kind: 'summary',
+      itemId: summary.id,
+      userId,
+      conversationId: summary.conversationId,
+      itemCreatedAt: summary.toAt,
+      vector: embedDocument({ text: summary.content }),
+    },
+  ]);
+  await addTermCounts(db, userId, countTermsByText([summary.content]), 1);
 }
 
 function tailTokens(tail: TailMessage[]): number {

@@ -51,8 +51,8 @@ function documentNotFound(): BusError {
 }
 
 // Each chunk is embedded with the chunks on either side as context, like a message with its
-// neighbours, and counted once in the user's term statistics.
-function indexChunks(userId: string, chunks: NewChunk[], createdAt: Date) {
+// neighbours, and counted once in the user's term statistics. Also for restored exports.
+export function indexChunks(userId: string, chunks: NewChunk[], createdAt: Date) {
   const rows: EmbeddingRow[] = chunks.map((chunk, position) => {
     const context = [chunks[position - 1], chunks[position + 1]]
       .flatMap((neighbour) => (neighbour ? [neighbour.content] : []))

@@ -22,7 +22,11 @@ import { summarySource } from '../repositories/summaries-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
 import { parseDateRange } from './query-dates';
 
-type SearchRequest = z.output<typeof MemorySearchRequest>;
+type SearchRequest = z.output<typeof MemorySearchRequest> & {
+  // For lookups by likeness ("facts like this message"): "I moved last month" is about a move,
+  // not a request for last month's items.
+  isQueryDateIgnored?: boolean;
+};
 
 // Candidates each ranker contributes before fusion.
 const CANDIDATES = 100;
@@ -150,7 +154,7 @@ export async function searchMemory(
 }
 
 function narrowRange(request: SearchRequest, now: Date): { from?: Date; to?: Date } {
-  const spoken = parseDateRange(request.query, now);
+  const spoken = request.isQueryDateIgnored ? undefined : parseDateRange(request.query, now);
   const from = [request.from ? new Date(request.from) : undefined, spoken?.from]
     .filter((date): date is Date => date !== undefined)
     .sort((a, b) => b.getTime() - a.getTime())[0];

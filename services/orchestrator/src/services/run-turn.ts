@@ -1,6 +1,8 @@
-import { type Bus, BusError, type Outcome } from '@jarvis/bus';
+import { type Bus, BusError, type Outcome, publishWork } from '@jarvis/bus';
 import {
   type ErrorInfo,
+  EXTRACTION_RECALLED_MAX,
+  extractionRequested,
   memoryAppend,
   memoryRecall,
   modelChat,
@@ -134,6 +136,10 @@ async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
     model: completion.model,
     usage: completion.usage,
   });
+  await requestExtraction(deps, run, message.id, [
+    ...recall.relevant.map((item) => item.id),
+    ...recall.profile.map((fact) => fact.id),
+  ]);
   return {
     type: 'done',
     turnId: run.turnId,
@@ -142,6 +148,34 @@ async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
     reply: { id: message.id, role: 'assistant', content: message.content },
     usage: completion.usage,
   };
+}
+
+// Fact extraction is a by-product of the turn: if it cannot be queued (the memory service has
+// not created its stream yet, NATS hiccups), the user still gets the reply.
+async function requestExtraction(
+  deps: TurnDeps,
+  run: Run,
+  replyMessageId: string,
+  recalledIds: string[],
+): Promise<void> {
+  try {
+    await publishWork(
+      deps.bus,
+      extractionRequested,
+      {
+        userId: run.userId,
+        conversationId: run.conversationId,
+        runId: run.id,
+        turnId: run.turnId,
+        userMessageId: run.userMessageId,
+        replyMessageId,
+        recalledIds: [...new Set(recalledIds)].slice(0, EXTRACTION_RECALLED_MAX),
+      },
+      `extract:${run.turnId}`,
+    );
+  } catch (error) {
+    deps.logger.warn({ err: error, turnId: run.turnId }, 'could not queue fact extraction');
+  }
 }
 
 function announce(bus: Bus, event: TurnEvent): void {

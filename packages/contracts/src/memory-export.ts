@@ -1,0 +1,221 @@
+import { z } from 'zod';
+import { Id, MESSAGE_MAX_CHARS, MessageRole } from './common';
+import { defineRpc } from './define';
+import {
+  DOCUMENT_SOURCE_MAX_CHARS,
+  DOCUMENT_TITLE_MAX_CHARS,
+  DocumentContentType,
+  DocumentMetadata,
+} from './memory-documents';
+import {
+  FACT_SOURCE_MESSAGES_MAX,
+  FactCategory,
+  FactContent,
+  FactImportance,
+  FactTags,
+} from './memory-facts';
+import { FileContent, FileMetadata, FilePath, FileTags } from './memory-files';
+
+// Everything a user's memory holds, as JSON Lines: a header, then one record per line, each type
+// after the types it refers to. Ids are the exporting install's: an import gives every record a
+// new id derived from the importing user and the exported id, so importing a file twice adds
+// nothing and two users can import the same file. Forgotten messages are not exported.
+
+export const EXPORT_FORMAT = 'jarvis-memory';
+export const EXPORT_VERSION = 1;
+export const EXPORT_PAGE_MAX_RECORDS = 500;
+export const IMPORT_BATCH_MAX_RECORDS = 1_000;
+
+const Timestamp = z.iso.datetime({ offset: true });
+// Lower case, so an id derives the same new id however a file spells it.
+const RecordId = Id.toLowerCase();
+const Count = z.number().int().nonnegative();
+
+export const ExportHeader = z.strictObject({
+  type: z.literal('header'),
+  format: z.literal(EXPORT_FORMAT),
+  version: z.literal(EXPORT_VERSION),
+  exportedAt: Timestamp,
+});
+export type ExportHeader = z.infer<typeof ExportHeader>;
+
+export const ExportedConversation = z.strictObject({
+  type: z.literal('conversation'),
+  id: RecordId,
+  isDefault: z.boolean(),
+  createdAt: Timestamp,
+});
+
+// In conversation order.
+export const ExportedMessage = z.strictObject({
+  type: z.literal('message'),
+  id: RecordId,
+  conversationId: RecordId,
+  role: MessageRole,
+  content: z.string().min(1).max(MESSAGE_MAX_CHARS),
+  author: z.string().min(1).max(200).nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  createdAt: Timestamp,
+});
+
+// A rolling summary names the first and last exported message it covers.
+export const ExportedSummary = z.strictObject({
+  type: z.literal('summary'),
+  id: RecordId,
+  conversationId: RecordId,
+  fromMessageId: RecordId,
+  toMessageId: RecordId,
+  fromAt: Timestamp,
+  toAt: Timestamp,
+  content: z.string(),
+  createdAt: Timestamp,
+});
+
+// Every version, valid or not: an old version points to its successor, so history survives.
+export const ExportedFact = z
+  .strictObject({
+    type: z.literal('fact'),
+    id: RecordId,
+    category: FactCategory,
+    content: FactContent,
+    tags: FactTags,
+    importance: FactImportance,
+    sourceMessageIds: z.array(RecordId).max(FACT_SOURCE_MESSAGES_MAX),
+    validFrom: Timestamp,
+    validTo: Timestamp.nullable(),
+    supersededBy: RecordId.nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .refine((fact) => fact.supersededBy === null || fact.validTo !== null, {
+    message: 'a superseded fact must have validTo',
+    path: ['validTo'],
+  });
+
+// The current version; a deleted file keeps its history.
+export const ExportedFile = z.strictObject({
+  type: z.literal('file'),
+  id: RecordId,
+  path: FilePath,
+  content: FileContent,
+  tags: FileTags,
+  metadata: FileMetadata,
+  version: z.number().int().min(1),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  deletedAt: Timestamp.nullable(),
+});
+
+// A version the file replaced; createdAt is when it was written.
+export const ExportedFileVersion = z.strictObject({
+  type: z.literal('fileVersion'),
+  fileId: RecordId,
+  version: z.number().int().min(1),
+  content: FileContent,
+  tags: FileTags,
+  metadata: FileMetadata,
+  createdAt: Timestamp,
+});
+
+export const ExportedDocument = z.strictObject({
+  type: z.literal('document'),
+  id: RecordId,
+  title: z.string().min(1).max(DOCUMENT_TITLE_MAX_CHARS),
+  contentType: DocumentContentType,
+  source: z.string().min(1).max(DOCUMENT_SOURCE_MAX_CHARS).nullable(),
+  metadata: DocumentMetadata,
+  sizeChars: Count,
+  chunkCount: Count,
+  createdAt: Timestamp,
+});
+
+export const ExportedDocumentChunk = z.strictObject({
+  type: z.literal('documentChunk'),
+  id: RecordId,
+  documentId: RecordId,
+  index: Count,
+  content: z.string(),
+  tokenCount: Count,
+  createdAt: Timestamp,
+});
+
+// In export and import order: each type refers only to types before it.
+export const ExportRecordType = z.enum([
+  'conversation',
+  'message',
+  'summary',
+  'fact',
+  'file',
+  'fileVersion',
+  'document',
+  'documentChunk',
+]);
+export type ExportRecordType = z.infer<typeof ExportRecordType>;
+
+export const ExportRecord = z.discriminatedUnion(
+  'type',
+  [
+    ExportedConversation,
+    ExportedMessage,
+    ExportedSummary,
+    ExportedFact,
+    ExportedFile,
+    ExportedFileVersion,
+    ExportedDocument,
+    ExportedDocumentChunk,
+  ],
+  { error: `type must be one of ${ExportRecordType.options.join(', ')}` },
+);
+export type ExportRecord = z.infer<typeof ExportRecord>;
+
+// Where the next page starts; only the memory service reads it.
+const ExportCursor = z.string().min(1).max(200);
+
+// memory.export.page: the user's records of one type, in order, from after the cursor. A page
+// stops at `limit` records or well under the NATS message limit, whichever comes first; `next`
+// is absent on the last page.
+export const MemoryExportPageRequest = z.object({
+  userId: Id,
+  type: ExportRecordType,
+  after: ExportCursor.optional(),
+  limit: z.number().int().min(1).max(EXPORT_PAGE_MAX_RECORDS).default(EXPORT_PAGE_MAX_RECORDS),
+});
+export type MemoryExportPageRequest = z.input<typeof MemoryExportPageRequest>;
+export const MemoryExportPageResponse = z.object({
+  records: z.array(ExportRecord),
+  next: ExportCursor.optional(),
+});
+export type MemoryExportPageResponse = z.infer<typeof MemoryExportPageResponse>;
+export const memoryExportPage = defineRpc(
+  'memory.export.page',
+  MemoryExportPageRequest,
+  MemoryExportPageResponse,
+);
+
+// What an import added; records stored before (the same file again) are not counted.
+export const ImportCounts = z.object({
+  conversations: Count,
+  messages: Count,
+  summaries: Count,
+  facts: Count,
+  files: Count,
+  documents: Count,
+});
+export type ImportCounts = z.infer<typeof ImportCounts>;
+
+// memory.import.records: stores one batch of exported records for the user, in one transaction,
+// under ids derived from the user and the exported ids, and indexes them for search. Records may
+// refer to records of earlier batches: send the types in order.
+export const MemoryImportRecordsRequest = z.object({
+  userId: Id,
+  records: z.array(ExportRecord).min(1).max(IMPORT_BATCH_MAX_RECORDS),
+});
+export type MemoryImportRecordsRequest = z.input<typeof MemoryImportRecordsRequest>;
+// Also the answer of POST /v1/memory/import.
+export const MemoryImportRecordsResponse = z.object({ imported: ImportCounts });
+export type MemoryImportRecordsResponse = z.infer<typeof MemoryImportRecordsResponse>;
+export const memoryImportRecords = defineRpc(
+  'memory.import.records',
+  MemoryImportRecordsRequest,
+  MemoryImportRecordsResponse,
+);

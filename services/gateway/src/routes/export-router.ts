@@ -1,0 +1,83 @@
+import type { Bus } from '@jarvis/bus';
+import type { Pool } from '@jarvis/db';
+import { HttpError } from '@jarvis/service-kit';
+import express, { type Response, Router } from 'express';
+import { authenticate } from '../services/api-keys';
+import { exportMemoryLines } from '../services/memory-export';
+import { importMemory } from '../services/memory-import';
+
+export type ExportRouterDeps = { bus: Bus; pool: Pool };
+
+// A whole memory, JSON Lines; far above any other body.
+const IMPORT_FILE_LIMIT_BYTES = 64 * 1_024 * 1_024;
+const NDJSON_TYPES = ['application/x-ndjson', 'text/plain'];
+
+// Writes that wait while the client reads slower than the export is read; a client that went
+// away ends every wait, and the export stops.
+function streamTo(res: Response) {
+  let isGone = false;
+  res.on('close', () => {
+    isGone = true;
+  });
+  return {
+    isGone: () => isGone,
+    async send(chunk: string): Promise<void> {
+      if (isGone || res.write(chunk)) return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    },
+  };
+}
+
+// GET /v1/memory/export and POST /v1/memory/import. Mounted before the general JSON parser: an
+// import body is parsed here, as text, with its own limit.
+export function createExportRouter(deps: ExportRouterDeps): Router {
+  const router = Router();
+
+  router.get('/export', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const lines = exportMemoryLines(deps.bus, principal.userId);
+    // Before any byte is sent, a failure still answers with its own status.
+    const first = await lines.next();
+    const stream = streamTo(res);
+    res.status(200);
+    res.setHeader('content-type', 'application/x-ndjson; charset=utf-8');
+    res.setHeader('content-disposition', 'attachment; filename="jarvis-memory.jsonl"');
+    try {
+      if (!first.done) await stream.send(first.value);
+      for await (const chunk of lines) {
+        if (stream.isGone()) break;
+        await stream.send(chunk);
+      }
+      res.end();
+    } catch (error) {
+      // The status is out: only a broken connection tells the client the file is incomplete.
+      res.destroy();
+      throw error;
+    }
+  });
+
+  router.post(
+    '/import',
+    express.text({ type: NDJSON_TYPES, limit: IMPORT_FILE_LIMIT_BYTES }),
+    async (req, res) => {
+      const principal = await authenticate(deps.pool, req.get('authorization'));
+      if (typeof req.body !== 'string') {
+        throw new HttpError(
+          'bad_request',
+          'expected an export file with Content-Type: application/x-ndjson',
+        );
+      }
+      res.json(await importMemory(deps.bus, principal.userId, req.body));
+    },
+  );
+
+  return router;
+}

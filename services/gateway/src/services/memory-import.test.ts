@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { HttpError } from '@jarvis/service-kit';
+import { describe, expect, it } from 'vitest';
+import { parseExportFile, planBatches } from './memory-import';
+
+const MAX_RECORD_BYTES = 900_000;
+const AT = '2024-05-01T10:00:00.000Z';
+const HEADER = { type: 'header', format: 'jarvis-memory', version: 1, exportedAt: AT };
+
+const conversationId = randomUUID();
+const messageId = randomUUID();
+const conversation = { type: 'conversation', id: conversationId, isDefault: true, createdAt: AT };
+const message = {
+  type: 'message',
+  id: messageId,
+  conversationId,
+  role: 'user',
+  content: 'My passport is in the blue drawer.',
+  author: null,
+  metadata: {},
+  createdAt: AT,
+};
+
+function fact(id: string, supersededBy: string | null, content = 'Prefers tea') {
+  return {
+    type: 'fact',
+    id,
+    category: 'preference',
+    content,
+    tags: [],
+    importance: 5,
+    sourceMessageIds: [],
+    validFrom: AT,
+    validTo: supersededBy === null ? null : AT,
+    supersededBy,
+    createdAt: AT,
+    updatedAt: AT,
+  };
+}
+
+function file(...lines: unknown[]): string {
+  return `${lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n')}\n`;
+}
+
+function problemOf(text: string): string {
+  try {
+    parseExportFile(text, MAX_RECORD_BYTES);
+  } catch (error) {
+    if (error instanceof HttpError && error.code === 'bad_request') return error.message;
+    throw error;
+  }
+  throw new Error('expected the file to be refused');
+}
+
+describe('parseExportFile', () => {
+  it('answers the records by type, each fact version after its successor', () => {
+    const [oldest, middle, newest] = [randomUUID(), randomUUID(), randomUUID()];
+    const records = parseExportFile(
+      file(
+        HEADER,
+        fact(oldest, middle, 'Prefers green tea'),
+        '',
+        message,
+        fact(middle, newest, 'Prefers black tea'),
+        conversation,
+        fact(newest, null, 'Prefers jasmine tea'),
+      ).replaceAll('\n', '\r\n'),
+      MAX_RECORD_BYTES,
+    );
+    expect(records.map((record) => record.type)).toEqual([
+      'conversation',
+      'message',
+      'fact',
+      'fact',
+      'fact',
+    ]);
+    expect(records.slice(2).map((record) => record.type === 'fact' && record.content)).toEqual([
+      'Prefers jasmine tea',
+      'Prefers black tea',
+      'Prefers green tea',
+    ]);
+  });
+
+  it('names the line and the problem of the first bad line', () => {
+    expect(problemOf('')).toBe('line 1: expected the export header; the file is empty');
+    expect(problemOf(file({ ...HEADER, version: 2 }))).toMatch(
+      /^line 1: expected the export header .*\(version: /,
+    );
+    expect(problemOf(file(HEADER, conversation, '{"type": "message",'))).toBe(
+      'line 3: not valid JSON',
+    );
+    expect(problemOf(file(HEADER, conversation, { ...message, role: 'robot' }))).toMatch(
+      /^line 3: role: /,
+    );
+    expect(problemOf(file(HEADER, { type: 'photo', id: randomUUID() }))).toMatch(
+      /^line 2: type: type must be one of conversation, message/,
+    );
+    expect(problemOf(file(HEADER, conversation, HEADER))).toMatch(/^line 3: type: /);
+    expect(problemOf(file(HEADER, { ...conversation, extra: 1 }))).toMatch(/^line 2: /);
+    expect(problemOf(file(HEADER, conversation, { ...message, content: 'a\u0000b' }))).toBe(
+      'line 3: must not contain NUL characters',
+    );
+    expect(
+      problemOf(file(HEADER, conversation, { ...message, content: 'x'.repeat(MAX_RECORD_BYTES) })),
+    ).toMatch(/^line 3: record too large/);
+  });
+
+  it('refuses references to records that are not in the file', () => {
+    expect(problemOf(file(HEADER, message))).toBe(
+      'line 2: conversationId: names no conversation of the file',
+    );
+    expect(problemOf(file(HEADER, fact(randomUUID(), randomUUID())))).toBe(
+      'line 2: supersededBy: names no fact of the file',
+    );
+    expect(
+      problemOf(
+        file(HEADER, conversation, { ...fact(randomUUID(), null), sourceMessageIds: [messageId] }),
+      ),
+    ).toBe('line 3: sourceMessageIds: names a message that is not in the file');
+    expect(
+      problemOf(
+        file(HEADER, {
+          type: 'documentChunk',
+          id: randomUUID(),
+          documentId: randomUUID(),
+          index: 0,
+          content: 'x',
+          tokenCount: 1,
+          createdAt: AT,
+        }),
+      ),
+    ).toBe('line 2: documentId: names no document of the file');
+    const [a, b] = [randomUUID(), randomUUID()];
+    expect(problemOf(file(HEADER, fact(a, b), fact(b, a)))).toMatch(
+      /^line \d: supersededBy: the versions name each other in a loop$/,
+    );
+    expect(problemOf(file(HEADER, conversation, message, message))).toBe(
+      'line 4: message id appears twice (first on line 3)',
+    );
+    expect(problemOf(file(HEADER, conversation, { ...conversation, id: randomUUID() }))).toBe(
+      'line 3: only one conversation may be the default',
+    );
+  });
+});
+
+describe('planBatches', () => {
+  it('keeps batches under the byte budget, a larger record alone, in order', () => {
+    const records = parseExportFile(
+      file(
+        HEADER,
+        conversation,
+        ...['a', 'b', 'c', 'd'].map((letter) => ({
+          ...message,
+          id: randomUUID(),
+          content: letter.repeat(letter === 'c' ? 3_000 : 400),
+        })),
+      ),
+      MAX_RECORD_BYTES,
+    );
+    const batches = planBatches(records, 1_200);
+    expect(batches.flat()).toEqual(records);
+    expect(batches.map((batch) => batch.length)).toEqual([2, 1, 1, 1]);
+  });
+});

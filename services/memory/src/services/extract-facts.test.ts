@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { hasSomethingNew, parseExtractionAnswer } from './extract-facts';
+
+describe('parseExtractionAnswer', () => {
+  const factId = randomUUID();
+  const valid = {
+    operations: [
+      { op: 'add', content: 'The user works as a nurse.', category: 'fact', importance: 6 },
+      { op: 'update', factId, content: 'The user lives in Braga.' },
+      { op: 'invalidate', factId, reason: 'moved away' },
+      { op: 'noop' },
+    ],
+  };
+
+  it('accepts every operation, bare or in a Markdown fence', () => {
+    const bare = parseExtractionAnswer(JSON.stringify(valid));
+    expect(bare).toEqual({ ok: true, operations: valid.operations });
+    const fenced = parseExtractionAnswer(`\`\`\`json\n${JSON.stringify(valid, null, 2)}\n\`\`\``);
+    expect(fenced).toEqual(bare);
+  });
+
+  it('names the first problem of an unusable answer', () => {
+    expect(parseExtractionAnswer('Sure! The user is a nurse.')).toEqual({
+      ok: false,
+      problem: 'the answer is not valid JSON',
+    });
+    expect(
+      parseExtractionAnswer(JSON.stringify({ operations: [{ op: 'add', content: 'x' }] })),
+    ).toMatchObject({ ok: false, problem: expect.stringMatching(/^operations\.0\.category: /) });
+    // Strict: a field the schema does not know is a mistake, not something to drop silently.
+    expect(
+      parseExtractionAnswer(JSON.stringify({ operations: [{ op: 'noop', note: 'nothing' }] })),
+    ).toMatchObject({ ok: false });
+    expect(
+      parseExtractionAnswer(JSON.stringify({ operations: [{ op: 'update', factId: '1' }] })),
+    ).toMatchObject({ ok: false, problem: expect.stringMatching(/^operations\.0\.factId: /) });
+    const tooMany = { operations: Array.from({ length: 11 }, () => ({ op: 'noop' })) };
+    expect(parseExtractionAnswer(JSON.stringify(tooMany))).toMatchObject({ ok: false });
+  });
+});
+
+describe('hasSomethingNew', () => {
+  it('finds nothing in a message of fewer than three terms', () => {
+    expect(hasSomethingNew('ok thanks', [])).toBe(false);
+    expect(hasSomethingNew('Thank you so much!', [])).toBe(false);
+    expect(hasSomethingNew('I work as a nurse in Porto', [])).toBe(true);
+  });
+
+  it('finds nothing when every term is already in what is known', () => {
+    const known = ['The user moved to Porto last month.', 'The user works as a nurse.'];
+    expect(hasSomethingNew('I work as a nurse in Porto', known)).toBe(false);
+    expect(hasSomethingNew('I work as a nurse in Braga', known)).toBe(true);
+  });
+});

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedPostgresUrl } from './embedded';
+import { embeddedPostgresUrl, startEmbeddedPostgres } from './embedded';
 import { createPool, isDatabaseReachable, withTransaction } from './pool';
-import { startTestDatabase, type TestDatabase } from './testing';
+import { makeTempDir, startTestDatabase, type TestDatabase } from './testing';
 
 let database: TestDatabase;
 
@@ -168,6 +168,28 @@ describe('isDatabaseReachable', () => {
       expect(Date.now() - startedAt).toBeLessThan(2_000);
     } finally {
       await pool.end();
+    }
+  });
+});
+
+describe('withTransaction when the database goes away', () => {
+  it('fails the transaction instead of crashing the process', async () => {
+    const dir = await makeTempDir('pg-gone');
+    const postgres = await startEmbeddedPostgres({ dataDir: dir.path, port: 0 });
+    const pool = createPool({ url: postgres.url, applicationName: 'pool-test', max: 2 });
+    try {
+      await expect(
+        withTransaction(pool, async (client) => {
+          await client.query('SELECT 1');
+          await postgres.stop();
+          // The dead connection's 'error' event arrives while nothing is querying.
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await client.query('SELECT 2');
+        }),
+      ).rejects.toThrow();
+    } finally {
+      await pool.end().catch(() => {});
+      await dir.remove();
     }
   });
 });

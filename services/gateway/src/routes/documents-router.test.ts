@@ -1,113 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
 import { MemoryDocumentsIngestResponse } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { createService, HttpError, type Service } from '@jarvis/service-kit';
-import { createLogger, createMetrics } from '@jarvis/telemetry';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
-import express, { type NextFunction, type Request, type Response } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDocumentHandlers } from '../../../memory/src/documents-handlers';
 import { createUser } from '../services/api-keys';
-import { createDocumentsRouter } from './documents-router';
+import {
+  badRequest,
+  type RouterHarness,
+  startRouterHarness,
+  type TestUser,
+} from './router-test-harness';
 
-let db: TestDatabase;
-let memoryBus: Bus;
-let gatewayBus: Bus;
-let subscriptions: ReturnType<typeof registerDocumentHandlers>;
-let service: Service;
-let baseUrl: string;
-let alice: { id: string; key: string };
-let bob: { id: string; key: string };
-
-// The api router's converter: typed errors from the services keep their code.
-function convertBusErrors(error: unknown, _req: Request, _res: Response, next: NextFunction) {
-  next(error instanceof BusError ? new HttpError(error.code, error.message) : error);
-}
+let harness: RouterHarness;
+let alice: TestUser;
+let bob: TestUser;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'gateway',
-    directory: new URL('../../migrations', import.meta.url),
-  });
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../../../memory/migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('gateway-documents');
-  memoryBus = await connectTestBus(namespace);
-  gatewayBus = await connectTestBus(namespace);
-  subscriptions = registerDocumentHandlers(memoryBus, db.pool);
-  // A request published before the memory SUB reached NATS would find no responders.
-  await memoryBus.nc.flush();
-
-  service = createService({
-    name: 'gateway-documents-test',
-    port: 0,
-    host: '127.0.0.1',
-    logger: createLogger('gateway-documents-test', 'silent'),
-    metrics: createMetrics('gateway-documents-test'),
-    checks: {},
-    dependencyLossExitMs: 60_000,
-    onStop: async () => {},
-    exit: () => {},
-  });
-  // Above NATS' limit, so the router's own check is what answers an oversized document.
-  service.app.use(express.json({ limit: 4 * 1_024 * 1_024 }));
-  service.app.use(
-    '/v1/memory/documents',
-    createDocumentsRouter({ bus: gatewayBus, pool: db.pool }),
-  );
-  service.app.use(convertBusErrors);
-  const { port } = await service.start();
-  baseUrl = `http://127.0.0.1:${port}/v1/memory/documents`;
-
-  const first = await createUser(db.pool, 'alice');
-  const second = await createUser(db.pool, 'bob');
-  alice = { id: first.user.id, key: first.apiKey };
-  bob = { id: second.user.id, key: second.apiKey };
+  harness = await startRouterHarness('/v1/memory/documents', registerDocumentHandlers);
+  ({ alice, bob } = harness);
 });
 
 afterAll(async () => {
-  await service?.stop();
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await gatewayBus?.close();
-  await memoryBus?.close();
-  await db?.stop();
+  await harness?.stop();
 });
 
-type Reply = { status: number; body: unknown };
-
-async function call(
-  method: string,
-  route: string,
-  options: { key?: string | undefined; body?: unknown } = {},
-): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (options.key) headers.authorization = `Bearer ${options.key}`;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${baseUrl}${route}`, {
-    method,
-    headers,
-    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-function badRequest(message: string | RegExp) {
-  return {
-    status: 400,
-    body: {
-      error: {
-        code: 'bad_request',
-        message: typeof message === 'string' ? message : expect.stringMatching(message),
-      },
-    },
-  };
-}
+const call: RouterHarness['call'] = (method, route, options) =>
+  harness.call(method, route, options);
 
 const NOT_FOUND = {
   status: 404,
@@ -115,7 +32,7 @@ const NOT_FOUND = {
 };
 
 function maxDocumentBytes(): number {
-  return (gatewayBus.nc.info?.max_payload ?? 1_048_576) - 128 * 1_024;
+  return (harness.bus.nc.info?.max_payload ?? 1_048_576) - 128 * 1_024;
 }
 
 describe('authentication', () => {
@@ -262,7 +179,7 @@ describe('input validation', () => {
   it('accepts a document just under that limit', async () => {
     const overhead = JSON.stringify({ ...valid, content: '' }).length;
     const content = 'word '.repeat(Math.floor((maxDocumentBytes() - overhead) / 5));
-    const userKey = (await createUser(db.pool, 'carol')).apiKey;
+    const userKey = (await createUser(harness.db.pool, 'carol')).apiKey;
 
     const reply = await call('POST', '/', { key: userKey, body: { ...valid, content } });
 

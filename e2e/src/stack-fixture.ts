@@ -35,7 +35,10 @@ export async function startStackFixture(
       NATS_NAMESPACE: uniqueNamespace('e2e'),
       OPENAI_BASE_URL: fake.openaiBaseUrl,
       OPENAI_API_KEY: 'test-key',
-      OPENAI_CHAT_MODEL: 'fake-chat',
+      MODEL_ROUTE_CHAT: 'openai/fake-chat',
+      MODEL_ROUTE_UTILITY: 'openai/fake-chat',
+      // No Ollama here: the built-in embedder serves.
+      MODEL_ROUTE_EMBED: '',
       JARVIS_ADMIN_KEY: adminKey,
       LOG_LEVEL: 'warn',
       ...extraEnv,

@@ -8,6 +8,7 @@ import {
 } from '@jarvis/telemetry';
 import {
   connect,
+  createInbox,
   DebugEvents,
   ErrorCode,
   Events,
@@ -122,6 +123,36 @@ export class Bus {
         return data.data;
       },
     );
+  }
+
+  // A request whose handler also sends pieces of its answer as they come (streamTo): they reach
+  // onChunk, in order, before the reply. The contract's request must take `streamTo`.
+  async requestStreaming<Req extends z.ZodType, Res extends z.ZodType, C extends z.ZodType>(
+    contract: RpcContract<Req, Res>,
+    request: z.input<Req> & { streamTo?: string },
+    chunk: C,
+    onChunk: (payload: z.output<C>) => void,
+    options: RequestOptions = {},
+  ): Promise<z.output<Res>> {
+    const inbox = createInbox();
+    const subscription = this.nc.subscribe(inbox, {
+      callback: (error, msg) => {
+        if (error) return;
+        const parsed = chunk.safeParse(safeDecode(msg.data));
+        if (parsed.success) onChunk(parsed.data);
+        else this.logger.warn({ subject: contract.subject }, 'dropped malformed stream chunk');
+      },
+    });
+    try {
+      return await this.request(contract, { ...request, streamTo: inbox }, options);
+    } finally {
+      subscription.unsubscribe();
+    }
+  }
+
+  // One piece of a streamed answer, to the requester's inbox (not namespaced: NATS made it).
+  sendChunk<P extends z.ZodType>(inbox: string, schema: P, payload: z.input<P>): void {
+    this.nc.publish(inbox, encodeJson(parseOrThrow(schema, payload)));
   }
 
   // Answers a contract's requests. Replicas share the work through one queue group per subject.

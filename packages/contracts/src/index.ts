@@ -17,6 +17,8 @@ export * from './memory-messages-import';
 export * from './memory-recall';
 export * from './memory-search';
 export * from './model-chat';
+export * from './model-embed';
+export * from './model-usage';
 export * from './orchestrator-turns-submit';
 export * from './scheduler-jobs-list';
 export * from './tools-list';

@@ -1,22 +1,44 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Bus } from '@jarvis/bus';
-import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
-import { type ChatMessage, modelChat } from '@jarvis/contracts';
-import { createLogger } from '@jarvis/telemetry';
-import { type FakeLlm, freePort, startFakeLlm, uniqueNamespace } from '@jarvis/testkit';
+import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import {
+  ModelChatChunk as ChunkSchema,
+  type ModelChatChunk,
+  modelChat,
+  modelChatCancel,
+  modelEmbed,
+} from '@jarvis/contracts';
+import { createLogger, createMetrics } from '@jarvis/telemetry';
+import {
+  type FakeLlm,
+  makeTempDir,
+  REDIS_URL,
+  startFakeLlm,
+  uniqueNamespace,
+} from '@jarvis/testkit';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
-import { selectChatProvider } from './providers/select-provider';
+import { createRouting } from './routing/create-routing';
+import { createGenAiMetrics } from './telemetry/gen-ai';
+import { usageLimitsFrom } from './usage/usage-env';
+import { createUsageMeter } from './usage/usage-meter';
+import { ensureUsageStream } from './usage/usage-rollup';
 
 const logger = createLogger('model-gateway-test', 'silent');
+const USER = '5d0c8a62-8f59-4f51-9d58-6f7b1c3c2a11';
 
-type Gateway = { client: Bus; close(): Promise<void> };
+type Gateway = { client: Bus; redis: Redis; close(): Promise<void> };
 
 let fake: FakeLlm;
+let redis: Redis;
 const gateways: Gateway[] = [];
 
 beforeAll(async () => {
   fake = await startFakeLlm();
+  redis = new Redis(REDIS_URL);
 });
 
 beforeEach(() => {
@@ -29,20 +51,33 @@ afterEach(async () => {
 
 afterAll(async () => {
   await fake?.close();
+  redis?.disconnect();
 });
 
-// The handlers of one provider, in a namespace of their own: two gateways on one subject would
-// share its queue group and answer each other's requests.
+// The gateway as main.ts builds it, in a namespace of its own (NATS subjects and Redis keys),
+// with the real SDKs calling the fake LLM server.
 async function startGateway(source: Record<string, string>): Promise<Gateway> {
   const namespace = uniqueNamespace('model-gateway');
   const server = await connectTestBus(namespace);
   const client = await connectTestBus(namespace);
-  const subscriptions = registerHandlers(server, selectChatProvider(loadEnv(source)), logger);
+  const env = loadEnv({ MODEL_RETRY_BASE_MS: '10', ...source });
+  await ensureUsageStream(server);
+  const meter = createUsageMeter({ redis, bus: server, limits: usageLimitsFrom(env), logger });
+  const routing = createRouting(env, {
+    bus: server,
+    redis,
+    meter,
+    metrics: createGenAiMetrics(createMetrics('model-gateway-test')),
+    logger,
+  });
+  const subscriptions = registerHandlers(server, routing);
   await server.nc.flush();
   const gateway = {
     client,
+    redis,
     async close() {
       for (const subscription of subscriptions) subscription.unsubscribe();
+      await meter.stop();
       await client.close();
       await server.close();
     },
@@ -51,191 +86,504 @@ async function startGateway(source: Record<string, string>): Promise<Gateway> {
   return gateway;
 }
 
-// Each test adds OPENAI_BASE_URL: the fake, or a port nobody listens on.
-const OPENAI_ENV = {
+const openai = () => ({
   OPENAI_API_KEY: 'test-openai-key',
-  OPENAI_CHAT_MODEL: 'fake-gpt',
+  OPENAI_BASE_URL: fake.openaiBaseUrl,
+  MODEL_ROUTE_CHAT: 'openai/fake-gpt',
+});
+const anthropic = () => ({
+  ANTHROPIC_API_KEY: 'test-anthropic-key',
+  ANTHROPIC_BASE_URL: fake.url,
+  MODEL_ROUTE_CHAT: 'anthropic/fake-claude',
+});
+const ollama = () => ({ OLLAMA_BASE_URL: fake.url, MODEL_ROUTE_CHAT: 'ollama/fake-llama' });
+
+const WEATHER_TOOL = {
+  name: 'get_weather',
+  description: 'Weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 };
 
-describe('model-gateway.chat', () => {
-  it('answers through an OpenAI-compatible server', async () => {
-    const { client } = await startGateway({ ...OPENAI_ENV, OPENAI_BASE_URL: fake.openaiBaseUrl });
+describe.each([
+  ['openai', openai, '/v1/chat/completions'],
+  ['anthropic', anthropic, '/v1/messages'],
+  ['ollama', ollama, '/api/chat'],
+] as const)('model-gateway.chat through %s', (provider, settings, path) => {
+  it('answers with normalised content, usage and cost', async () => {
+    const { client } = await startGateway(settings());
     fake.script({ content: 'Paris.', usage: { inputTokens: 21, outputTokens: 2 } });
-    const messages: ChatMessage[] = [
-      { role: 'system', content: 'You are terse.' },
-      { role: 'user', content: 'Capital of France?' },
-    ];
 
-    const reply = await client.request(modelChat, { messages, maxTokens: 50, temperature: 0.2 });
+    const reply = await client.request(modelChat, {
+      system: 'You are terse.',
+      messages: [{ role: 'user', content: 'Capital of France?' }],
+      maxTokens: 50,
+      temperature: 0.2,
+    });
 
-    expect(reply).toEqual({
+    expect(reply).toMatchObject({
       content: 'Paris.',
-      provider: 'openai',
-      model: 'fake-gpt',
+      toolCalls: [],
+      provider,
       finishReason: 'stop',
       usage: { inputTokens: 21, outputTokens: 2 },
+      costUsd: 0,
+      attempts: [{ provider }],
     });
-    const requests = fake.chatRequests();
-    expect(requests).toHaveLength(1);
-    expect(requests[0]).toMatchObject({
-      format: 'openai',
-      path: '/v1/chat/completions',
-      headers: { authorization: 'Bearer test-openai-key' },
-      body: { model: 'fake-gpt', messages, max_tokens: 50, temperature: 0.2 },
-    });
+    expect(fake.chatRequests()).toHaveLength(1);
+    expect(fake.chatRequests()[0]?.path).toBe(path);
+    expect(JSON.stringify(fake.chatRequests()[0]?.body)).toContain('You are terse.');
   });
 
-  it('answers through Anthropic with the system prompt beside the messages', async () => {
+  it('passes tools and returns the tool calls, then takes their results', async () => {
+    const { client } = await startGateway(settings());
+    fake.script(
+      { toolCalls: [{ id: 'call_a', name: 'get_weather', arguments: { city: 'Oslo' } }] },
+      { content: 'Sunny in Oslo.' },
+    );
+
+    const first = await client.request(modelChat, {
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      tools: [WEATHER_TOOL],
+      toolChoice: 'auto',
+    });
+
+    expect(first.finishReason).toBe('tool_calls');
+    expect(first.toolCalls).toEqual([
+      { id: expect.any(String), name: 'get_weather', arguments: { city: 'Oslo' } },
+    ]);
+    const call = first.toolCalls[0];
+    if (!call) throw new Error('no tool call');
+    const second = await client.request(modelChat, {
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: '', toolCalls: [call] },
+        { role: 'tool', toolCallId: call.id, content: '{"sky":"clear"}' },
+      ],
+      tools: [WEATHER_TOOL],
+    });
+    expect(second.content).toBe('Sunny in Oslo.');
+    const sent = JSON.stringify(fake.chatRequests()[1]?.body);
+    expect(sent).toContain('get_weather');
+    expect(sent).toContain('{\\"sky\\":\\"clear\\"}');
+  });
+
+  it('streams text pieces and tool calls to the caller before the reply', async () => {
+    const { client } = await startGateway(settings());
+    fake.script({
+      content: 'It is sunny today',
+      toolCalls: [{ id: 'call_b', name: 'get_weather', arguments: { city: 'Rome' } }],
+    });
+    const chunks: ModelChatChunk[] = [];
+
+    const reply = await client.requestStreaming(
+      modelChat,
+      { messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER_TOOL] },
+      ChunkSchema,
+      (chunk) => chunks.push(chunk),
+    );
+
+    const deltas = chunks.flatMap((chunk) => (chunk.type === 'delta' ? [chunk.text] : []));
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe('It is sunny today');
+    expect(reply.content).toBe('It is sunny today');
+    expect(chunks.at(-1)).toMatchObject({
+      type: 'tool_call',
+      toolCall: { name: 'get_weather', arguments: { city: 'Rome' } },
+    });
+    expect(reply.toolCalls).toHaveLength(1);
+    expect(reply.usage.outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('retries, fallbacks and cooldown', () => {
+  const twoModels = () => ({
+    OPENAI_API_KEY: 'k',
+    OPENAI_BASE_URL: fake.openaiBaseUrl,
+    OLLAMA_BASE_URL: fake.url,
+    MODEL_ROUTE_CHAT: 'openai/first,ollama/second',
+  });
+
+  it('retries a 500 on the same model, then answers', async () => {
+    const { client } = await startGateway({ ...twoModels(), MODEL_RETRIES: '1' });
+    fake.script({ status: 500 }, { content: 'second try' });
+
+    const reply = await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+
+    expect(reply).toMatchObject({ content: 'second try', provider: 'openai', model: 'first' });
+    expect(fake.chatRequests().map((request) => request.format)).toEqual(['openai', 'openai']);
+  });
+
+  it.each([
+    ['a 500', { status: 500 }],
+    ['a 429', { status: 429, retryAfterSeconds: 60 }],
+    ['a timeout', { delayMs: 3_000 }],
+  ])('falls back to the next model after %s', async (_label, failure) => {
     const { client } = await startGateway({
-      ANTHROPIC_API_KEY: 'test-anthropic-key',
-      ANTHROPIC_BASE_URL: fake.url,
-      ANTHROPIC_CHAT_MODEL: 'fake-claude',
+      ...twoModels(),
+      MODEL_RETRIES: '0',
+      MODEL_TIMEOUT_MS: '300',
+    });
+    fake.script(failure, { content: 'from ollama' });
+
+    const reply = await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+
+    expect(reply).toMatchObject({ content: 'from ollama', provider: 'ollama', model: 'second' });
+    expect(reply.attempts).toEqual([
+      { provider: 'openai', model: 'first', error: expect.any(String) },
+      { provider: 'ollama', model: 'second' },
+    ]);
+  });
+
+  it('says which models failed when none answers', async () => {
+    const { client } = await startGateway({ ...twoModels(), MODEL_RETRIES: '0' });
+    fake.script({ status: 503 }, { status: 500 });
+
+    const error = await catchBusError(
+      client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] }),
+    );
+
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toMatch(/no chat model could answer.*openai\/first.*ollama\/second/);
+  });
+
+  it('opens a cooldown after repeated failures and closes it when it ends', async () => {
+    const { client } = await startGateway({
+      ...twoModels(),
+      MODEL_RETRIES: '0',
+      MODEL_COOLDOWN_FAILURES: '2',
+      MODEL_COOLDOWN_MS: '400',
+    });
+    const ask = () => client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+    fake.script({ status: 500 }, { content: 'a' }, { status: 500 }, { content: 'b' });
+    await ask();
+    await ask();
+    fake.reset();
+
+    const whileOpen = await ask();
+
+    expect(whileOpen.provider).toBe('ollama');
+    expect(whileOpen.attempts[0]?.error).toMatch(/cooling down until/);
+    expect(fake.chatRequests().map((request) => request.format)).toEqual(['ollama']);
+
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const afterwards = await ask();
+    expect(afterwards.provider).toBe('openai');
+  });
+
+  it('trips the cooldown at once when a key is refused', async () => {
+    const { client } = await startGateway({ ...twoModels(), MODEL_COOLDOWN_MS: '10000' });
+    fake.script({ status: 401 }, { content: 'a' });
+    await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+    fake.reset();
+
+    const reply = await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+
+    expect(reply.provider).toBe('ollama');
+    expect(fake.chatRequests()).toHaveLength(1);
+  });
+
+  it('sends a prompt too long for a model to a larger one, or refuses it', async () => {
+    const dir = await makeTempDir('model-config');
+    const configFile = join(dir.path, 'models.json');
+    await writeFile(
+      configFile,
+      JSON.stringify({
+        routes: { chat: ['openai/small', 'ollama/large'], utility: [], embed: [] },
+        models: {
+          'openai/small': { contextWindow: 2_000, inputUsdPerMTok: 1, outputUsdPerMTok: 2 },
+          'ollama/large': { contextWindow: 20_000, inputUsdPerMTok: 0, outputUsdPerMTok: 0 },
+        },
+      }),
+    );
+    const { client } = await startGateway({
+      OPENAI_API_KEY: 'k',
+      OPENAI_BASE_URL: fake.openaiBaseUrl,
+      OLLAMA_BASE_URL: fake.url,
+      MODEL_CONFIG_FILE: configFile,
+    });
+
+    const fits = await client.request(modelChat, {
+      messages: [{ role: 'user', content: 'word '.repeat(4_000) }],
+    });
+    const tooLong = await catchBusError(
+      client.request(modelChat, { messages: [{ role: 'user', content: 'word '.repeat(40_000) }] }),
+    );
+
+    expect(fits.provider).toBe('ollama');
+    expect(fits.attempts[0]?.error).toMatch(/does not fit its 2000/);
+    expect(tooLong.code).toBe('payload_too_large');
+    expect(tooLong.message).toMatch(/does not fit any chat model; the largest takes 20000/);
+    await dir.remove();
+  });
+
+  it('prices a call from the config file', async () => {
+    const { client } = await startGateway({
+      ...openai(),
+      MODEL_ROUTE_CHAT: 'openai/gpt-4o-mini',
+    });
+    fake.script({ content: 'ok', usage: { inputTokens: 1_000_000, outputTokens: 1_000_000 } });
+
+    const reply = await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+
+    expect(reply.costUsd).toBeCloseTo(0.75);
+  });
+
+  it('fails with a clear error when no chat model is configured', async () => {
+    const { client } = await startGateway({ MODEL_ROUTE_CHAT: 'anthropic/claude-x' });
+
+    const error = await catchBusError(
+      client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] }),
+    );
+
+    expect(error).toMatchObject({ code: 'unavailable' });
+    expect(error.message).toMatch(/no chat model is configured: set ANTHROPIC_API_KEY/);
+  });
+});
+
+describe('cancellation', () => {
+  it('stops a running call when its requestId is cancelled', async () => {
+    const { client } = await startGateway(openai());
+    const hold = fake.hold();
+    const requestId = '0a3c1f7e-1b2d-4c5e-8f90-123456789abc';
+    const pending = catchBusError(
+      client.request(
+        modelChat,
+        { requestId, messages: [{ role: 'user', content: 'long job' }] },
+        { timeoutMs: 10_000 },
+      ),
+    );
+    await hold.reached;
+
+    client.publish(modelChatCancel.subject, modelChatCancel.payload, { requestId });
+
+    const error = await pending;
+    expect(error.code).toBe('cancelled');
+    hold.release();
+  });
+});
+
+describe('structured output', () => {
+  const schema = {
+    type: 'object',
+    properties: { city: { type: 'string' }, population: { type: 'integer' } },
+    required: ['city', 'population'],
+  };
+
+  it('asks once more when the first answer does not match the schema', async () => {
+    const { client } = await startGateway(openai());
+    fake.script(
+      { content: 'Sure! The city is Oslo.' },
+      { content: '{"city":"Oslo","population":709000}' },
+    );
+
+    const reply = await client.request(modelChat, {
+      messages: [{ role: 'user', content: 'Largest city in Norway?' }],
+      responseFormat: { type: 'json_schema', name: 'city', schema },
+    });
+
+    expect(reply.parsed).toEqual({ city: 'Oslo', population: 709_000 });
+    expect(fake.chatRequests()).toHaveLength(2);
+    expect(fake.chatRequests()[0]?.body).toMatchObject({
+      response_format: { type: 'json_schema', json_schema: { name: 'city', schema } },
+    });
+    expect(JSON.stringify(fake.chatRequests()[1]?.body)).toContain('not valid JSON');
+  });
+
+  it('fails with a typed error when the second answer is still wrong', async () => {
+    const { client } = await startGateway(anthropic());
+    fake.script({ content: '{"city":"Oslo"}' }, { content: '{"city":"Oslo"}' });
+
+    const error = await catchBusError(
+      client.request(modelChat, {
+        messages: [{ role: 'user', content: 'Largest city in Norway?' }],
+        responseFormat: { type: 'json_schema', schema },
+      }),
+    );
+
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toMatch(/must have required property 'population'/);
+    expect(fake.chatRequests()[0]?.body).toMatchObject({
+      output_config: { format: { type: 'json_schema', schema } },
+    });
+  });
+});
+
+describe('redaction', () => {
+  it('sends placeholders to a hosted provider and restores them in the reply', async () => {
+    const { client } = await startGateway(anthropic());
+    fake.onChat((request) => {
+      const sent = JSON.stringify(request.body);
+      const email = /\[EMAIL_\d+\]/.exec(sent)?.[0] ?? 'none';
+      const secret = /\[SECRET_\d+\]/.exec(sent)?.[0] ?? 'none';
+      return {
+        content: `I will write to ${email}.`,
+        toolCalls: [{ id: 't1', name: 'send', arguments: { to: email, key: secret } }],
+      };
     });
 
     const reply = await client.request(modelChat, {
       messages: [
-        { role: 'system', content: 'Be brief.' },
-        { role: 'system', content: 'Answer in English.' },
-        { role: 'user', content: 'hi' },
-        { role: 'assistant', content: 'hello' },
-        { role: 'user', content: 'how are you?' },
+        {
+          role: 'user',
+          content: 'Mail ada@example.com; my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456',
+        },
       ],
+      tools: [{ name: 'send', parameters: { type: 'object' } }],
     });
 
-    expect(reply).toMatchObject({
-      content: 'fake reply to: how are you?',
-      provider: 'anthropic',
-      model: 'fake-claude',
-      finishReason: 'end_turn',
+    const sent = JSON.stringify(fake.chatRequests()[0]?.body);
+    expect(sent).not.toContain('ada@example.com');
+    expect(sent).not.toContain('sk-proj-abcdefghijklmnopqrstuvwxyz123456');
+    expect(reply.content).toBe('I will write to ada@example.com.');
+    expect(reply.toolCalls[0]?.arguments).toEqual({
+      to: 'ada@example.com',
+      key: expect.stringMatching(/^\[SECRET_\d+\]$/),
     });
-    expect(reply.usage.inputTokens).toBeGreaterThan(0);
-    expect(reply.usage.outputTokens).toBeGreaterThan(0);
-    const requests = fake.chatRequests();
-    expect(requests).toHaveLength(1);
-    expect(requests[0]).toMatchObject({ format: 'anthropic', path: '/v1/messages' });
-    // The SDK decides which header carries the key; what matters is that the key is sent.
-    expect(Object.values(requests[0]?.headers ?? {})).toContainEqual(
-      expect.stringContaining('test-anthropic-key'),
+  });
+
+  it('leaves local models the text as it is', async () => {
+    const { client } = await startGateway(ollama());
+
+    await client.request(modelChat, {
+      messages: [{ role: 'user', content: 'Mail ada@example.com' }],
+    });
+
+    expect(JSON.stringify(fake.chatRequests()[0]?.body)).toContain('ada@example.com');
+  });
+
+  it('can be turned off', async () => {
+    const { client } = await startGateway({ ...anthropic(), MODEL_REDACTION: 'off' });
+
+    await client.request(modelChat, {
+      messages: [{ role: 'user', content: 'Mail ada@example.com' }],
+    });
+
+    expect(JSON.stringify(fake.chatRequests()[0]?.body)).toContain('ada@example.com');
+  });
+});
+
+describe('budgets', () => {
+  it('refuses calls over the per-minute rate before any provider sees them', async () => {
+    const { client } = await startGateway({ ...openai(), USER_REQUESTS_PER_MINUTE: '2' });
+    const ask = () =>
+      client.request(modelChat, { userId: USER, messages: [{ role: 'user', content: 'hi' }] });
+    await ask();
+    await ask();
+
+    const error = await catchBusError(ask());
+
+    expect(error.code).toBe('budget_exceeded');
+    expect(fake.chatRequests()).toHaveLength(2);
+  });
+
+  it('refuses calls once the daily token budget is spent', async () => {
+    const { client } = await startGateway({ ...openai(), USER_DAILY_TOKEN_LIMIT: '100' });
+    fake.script({ content: 'ok', usage: { inputTokens: 90, outputTokens: 20 } });
+    await client.request(modelChat, { userId: USER, messages: [{ role: 'user', content: 'hi' }] });
+
+    const error = await catchBusError(
+      client.request(modelChat, { userId: USER, messages: [{ role: 'user', content: 'hi' }] }),
     );
-    expect(requests[0]?.body).toEqual(
-      expect.objectContaining({
-        model: 'fake-claude',
-        max_tokens: 4_096,
-        system: 'Be brief.\n\nAnswer in English.',
-        messages: [
-          { role: 'user', content: 'hi' },
-          { role: 'assistant', content: 'hello' },
-          { role: 'user', content: 'how are you?' },
-        ],
+
+    expect(error.code).toBe('budget_exceeded');
+    expect(error.message).toMatch(/token/i);
+  });
+});
+
+describe('model-gateway.embed', () => {
+  it('falls back to the built-in embedder when no embed model answers', async () => {
+    const { client } = await startGateway({
+      OLLAMA_BASE_URL: 'http://127.0.0.1:9',
+      MODEL_ROUTE_EMBED: 'ollama/nomic-embed-text',
+      LOCAL_EMBED_DIMENSIONS: '64',
+      MODEL_RETRIES: '0',
+    });
+
+    const reply = await client.request(modelEmbed, { texts: ['painting a cat', 'a cat painted'] });
+
+    expect(reply).toMatchObject({ provider: 'local', model: 'local/hash-v1-64', dimensions: 64 });
+    const [a, b] = reply.vectors;
+    const cosine = (a ?? []).reduce((sum, value, index) => sum + value * (b?.[index] ?? 0), 0);
+    expect(cosine).toBeGreaterThan(0.5);
+  });
+
+  it.each([
+    [
+      'openai',
+      () => ({
+        OPENAI_API_KEY: 'k',
+        OPENAI_BASE_URL: fake.openaiBaseUrl,
+        MODEL_ROUTE_EMBED: 'openai/fake-embed',
+      }),
+    ],
+    ['ollama', () => ({ OLLAMA_BASE_URL: fake.url, MODEL_ROUTE_EMBED: 'ollama/fake-embed' })],
+  ])('embeds through %s and caches each text in Redis', async (provider, settings) => {
+    const { client } = await startGateway(settings());
+
+    const first = await client.request(modelEmbed, { texts: ['alpha', 'beta'] });
+    const second = await client.request(modelEmbed, { texts: ['beta', 'gamma'] });
+
+    expect(first).toMatchObject({
+      provider,
+      model: `${provider}/fake-embed`,
+      dimensions: 16,
+      cached: 0,
+    });
+    expect(second.cached).toBe(1);
+    expect(second.vectors[0]).toEqual(first.vectors[1]);
+    const embedded = fake.requests.filter((request) => request.kind === 'embeddings');
+    expect(embedded).toHaveLength(2);
+    expect(JSON.stringify(embedded[1]?.body)).not.toContain('beta');
+  });
+
+  it('answers with the model asked for, or says it is unknown', async () => {
+    const { client } = await startGateway({ LOCAL_EMBED_DIMENSIONS: '32', MODEL_ROUTE_EMBED: '' });
+
+    const reply = await client.request(modelEmbed, { texts: ['x'], model: 'local/hash-v1-32' });
+    const error = await catchBusError(
+      client.request(modelEmbed, { texts: ['x'], model: 'openai/nope' }),
+    );
+
+    expect(reply.dimensions).toBe(32);
+    expect(error.code).toBe('bad_request');
+  });
+});
+
+describe('bad requests', () => {
+  it.each([
+    ['no messages', { messages: [] }],
+    ['an unknown role', { messages: [{ role: 'wizard', content: 'hi' }] }],
+    [
+      'a bad tool name',
+      {
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ name: 'no spaces allowed', parameters: {} }],
+      },
+    ],
+    ['a temperature of 5', { messages: [{ role: 'user', content: 'hi' }], temperature: 5 }],
+    [
+      'a stream target that is not an inbox',
+      { messages: [{ role: 'user', content: 'hi' }], streamTo: 'memory.facts.list' },
+    ],
+  ])('refuses %s with a typed validation error', async (_label, body) => {
+    const { client } = await startGateway(openai());
+
+    const reply = await sendRaw(client, modelChat.subject, body);
+
+    expect(reply).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+    expect(fake.chatRequests()).toHaveLength(0);
+  });
+
+  it('refuses a response schema that is not JSON Schema', async () => {
+    const { client } = await startGateway(openai());
+
+    const error = await catchBusError(
+      client.request(modelChat, {
+        messages: [{ role: 'user', content: 'hi' }],
+        responseFormat: { type: 'json_schema', schema: { type: 'not-a-type' } },
       }),
     );
-  });
 
-  it("answers through Ollama's OpenAI-compatible /v1 endpoint when no cloud key is set", async () => {
-    // The trailing slash must not end up as '//v1'.
-    const { client } = await startGateway({
-      OLLAMA_BASE_URL: `${fake.url}/`,
-      OLLAMA_CHAT_MODEL: 'fake-llama',
-    });
-
-    const reply = await client.request(modelChat, {
-      messages: [{ role: 'user', content: 'hello ollama' }],
-    });
-
-    expect(reply).toMatchObject({
-      content: 'fake reply to: hello ollama',
-      provider: 'ollama',
-      model: 'fake-llama',
-      finishReason: 'stop',
-    });
-    expect(fake.chatRequests()).toHaveLength(1);
-    expect(fake.chatRequests()[0]).toMatchObject({
-      path: '/v1/chat/completions',
-      body: { model: 'fake-llama', messages: [{ role: 'user', content: 'hello ollama' }] },
-    });
-  });
-
-  it('answers unavailable naming provider, model and status, never the prompt', async () => {
-    const { client } = await startGateway({ ...OPENAI_ENV, OPENAI_BASE_URL: fake.openaiBaseUrl });
-    fake.onChat(() => ({ status: 500, errorMessage: 'upstream exploded' }));
-    const prompt = 'my bank password is hunter2';
-
-    const error = await catchBusError(
-      client.request(modelChat, { messages: [{ role: 'user', content: prompt }] }),
-    );
-
-    expect(error.code).toBe('unavailable');
-    expect(error.message).toContain('openai');
-    expect(error.message).toContain('fake-gpt');
-    expect(error.message).toContain('HTTP 500');
-    expect(error.message).not.toContain('hunter2');
-    expect(fake.chatRequests().length).toBeGreaterThanOrEqual(1);
-  });
-
-  it('answers unavailable with the Anthropic status too', async () => {
-    const { client } = await startGateway({
-      ANTHROPIC_API_KEY: 'test-anthropic-key',
-      ANTHROPIC_BASE_URL: fake.url,
-      ANTHROPIC_CHAT_MODEL: 'fake-claude',
-    });
-    fake.onChat(() => ({ status: 400, errorMessage: 'prompt is too long' }));
-
-    const error = await catchBusError(
-      client.request(modelChat, { messages: [{ role: 'user', content: 'secret words' }] }),
-    );
-
-    expect(error.code).toBe('unavailable');
-    expect(error.message).toBe('anthropic model fake-claude failed (HTTP 400)');
-  });
-
-  it('answers unavailable with "no connection" when the provider cannot be reached', async () => {
-    const closedPort = await freePort();
-    const { client } = await startGateway({
-      ...OPENAI_ENV,
-      OPENAI_BASE_URL: `http://127.0.0.1:${closedPort}/v1`,
-    });
-
-    const error = await catchBusError(
-      client.request(modelChat, { messages: [{ role: 'user', content: 'anyone?' }] }),
-    );
-
-    expect(error.code).toBe('unavailable');
-    expect(error.message).toBe('openai model fake-gpt failed (no connection)');
-  });
-
-  it('answers timeout when the provider is slower than MODEL_TIMEOUT_MS', async () => {
-    const { client } = await startGateway({
-      ...OPENAI_ENV,
-      OPENAI_BASE_URL: fake.openaiBaseUrl,
-      MODEL_TIMEOUT_MS: '1000',
-    });
-    fake.onChat(() => ({ delayMs: 3_000 }));
-
-    const error = await catchBusError(
-      client.request(
-        modelChat,
-        { messages: [{ role: 'user', content: 'take your time' }] },
-        { timeoutMs: 10_000 },
-      ),
-    );
-
-    expect(error.code).toBe('timeout');
-    expect(error.message).toBe('openai model fake-gpt did not answer in time');
-  });
-
-  it('answers bad_request to an empty message list before any provider call', async () => {
-    const { client } = await startGateway({ ...OPENAI_ENV, OPENAI_BASE_URL: fake.openaiBaseUrl });
-
-    const reply = await client.nc.request(
-      client.subject(modelChat.subject),
-      new TextEncoder().encode(JSON.stringify({ messages: [] })),
-      { timeout: 5_000 },
-    );
-
-    expect(JSON.parse(new TextDecoder().decode(reply.data))).toEqual({
-      ok: false,
-      error: { code: 'bad_request', message: expect.stringContaining('messages') },
-    });
-    expect(fake.chatRequests()).toHaveLength(0);
+    expect(error.code).toBe('bad_request');
   });
 });

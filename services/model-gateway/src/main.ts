@@ -1,9 +1,16 @@
 import { Bus } from '@jarvis/bus';
+import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
+import { Redis } from 'ioredis';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
-import { selectChatProvider } from './providers/select-provider';
+import { createRouting } from './routing/create-routing';
+import { createGenAiMetrics } from './telemetry/gen-ai';
+import { usageLimitsFrom } from './usage/usage-env';
+import { registerUsageHandlers } from './usage/usage-handlers';
+import { createUsageMeter } from './usage/usage-meter';
+import { startUsageRollup } from './usage/usage-rollup';
 
 const SERVICE = 'model-gateway';
 
@@ -16,25 +23,61 @@ const logger = createLogger(SERVICE, env.LOG_LEVEL);
 const metrics = createMetrics(SERVICE);
 
 try {
-  const provider = selectChatProvider(env);
-  logger.info({ provider: provider.name, model: provider.model }, 'chat provider selected');
+  const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
+  await migrate(pool, {
+    schema: 'model_gateway',
+    directory: new URL('../migrations', import.meta.url),
+  });
+  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+  redis.on('error', () => {}); // reported by the readiness check and the watchdog
+  await redis.connect();
   const bus = await Bus.connect({
     url: env.NATS_URL,
     namespace: env.NATS_NAMESPACE,
     name: SERVICE,
     logger,
   });
-  registerHandlers(bus, provider, logger);
+  const limits = usageLimitsFrom(env);
+  // The rollup creates the usage stream, which the meter publishes to.
+  const rollup = await startUsageRollup({ bus, pool, logger });
+  const meter = createUsageMeter({ redis, bus, limits, logger });
+  const routing = createRouting(env, {
+    bus,
+    redis,
+    meter,
+    metrics: createGenAiMetrics(metrics),
+    logger,
+  });
+  for (const purpose of ['chat', 'utility', 'embed'] as const) {
+    const route = purpose === 'embed' ? routing.embed.route : routing.chat.routes[purpose];
+    logger.info({ purpose, models: route.map((target) => target.ref) }, 'model route');
+  }
+  if (routing.config.unpriced.length > 0) {
+    logger.warn(
+      { models: routing.config.unpriced },
+      'no price in the model config: counted as free',
+    );
+  }
+  registerHandlers(bus, routing);
+  registerUsageHandlers(bus, { pool, redis, limits });
 
   const service = createService({
     name: SERVICE,
     port: env.HTTP_PORT,
     logger,
     metrics,
-    checks: { nats: () => bus.isConnected() },
+    checks: {
+      nats: () => bus.isConnected(),
+      postgres: () => isDatabaseReachable(pool),
+      redis: () => redis.status === 'ready',
+    },
     dependencyLossExitMs: env.DEPENDENCY_LOSS_EXIT_MS,
     onStop: async () => {
+      await rollup.stop();
+      await meter.stop();
       await bus.close();
+      await pool.end();
+      redis.disconnect();
       await telemetry.stop();
     },
   });

@@ -15,6 +15,7 @@ import { createFilesRouter } from './files-router';
 import { createForgetRouter } from './forget-router';
 import { createMemoryRouter } from './memory-router';
 import { parseBody } from './parse-body';
+import { createUsageRouter } from './usage-router';
 
 export type ApiDeps = {
   bus: Bus;
@@ -37,6 +38,7 @@ export function createApiRouter(deps: ApiDeps): Router {
   router.use('/memory/facts', createFactsRouter(deps));
   router.use('/memory/forget', createForgetRouter(deps));
   router.use('/memory', createMemoryRouter(deps));
+  router.use('/usage', createUsageRouter(deps));
 
   router.post('/admin/users', async (req, res) => {
     const principal = await authenticate(deps.pool, req.get('authorization'));

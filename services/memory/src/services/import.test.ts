@@ -325,7 +325,8 @@ describe('memory.messages.import', () => {
     const { imported } = await clientBus.request(
       memoryImport,
       { userId, conversationId, batchKey: 'big', firstIndex: 0, messages: messages.slice(1) },
-      { timeoutMs: 10_000 },
+      // Indexing 5,000 messages takes seconds, more on a loaded two-core machine.
+      { timeoutMs: 30_000 },
     );
     expect(imported).toBe(IMPORT_MAX_MESSAGES);
     const { recent } = await clientBus.request(memoryRecall, {
@@ -337,7 +338,7 @@ describe('memory.messages.import', () => {
       `message ${IMPORT_MAX_MESSAGES - 1}`,
       `message ${IMPORT_MAX_MESSAGES}`,
     ]);
-  });
+  }, 60_000);
 
   it.each([
     ['no messages', { messages: [] }, 'messages'],

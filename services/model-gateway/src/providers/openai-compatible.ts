@@ -1,44 +1,187 @@
+import type { FinishReason, ToolCall } from '@jarvis/contracts';
 import OpenAI from 'openai';
-import type { ChatProvider } from './provider';
+import type {
+  ChatCompletionCreateParams,
+  ChatCompletionMessageParam,
+  ChatCompletionToolChoiceOption,
+} from 'openai/resources/chat/completions';
+import { type ChatCall, type ChatResult, type Provider, parseToolArguments } from './provider';
 
 export type OpenAiCompatibleOptions = {
   name: string;
   baseURL: string | undefined;
   apiKey: string;
-  model: string;
-  timeoutMs: number;
+  hosted: boolean;
 };
 
-// OpenAI itself, Ollama's /v1 endpoint, and any other server that speaks the same API.
-export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions): ChatProvider {
+// OpenAI itself, and any other server that speaks the same API (vLLM, LM Studio, llama.cpp).
+export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions): Provider {
   const client = new OpenAI({
     apiKey: options.apiKey,
     baseURL: options.baseURL,
-    timeout: options.timeoutMs,
-    // One attempt, so MODEL_TIMEOUT_MS bounds the whole call; retries with backoff and
-    // fallbacks belong to the routing layer (model-gateway issue).
+    // One attempt per call: retries, backoff and fallbacks belong to the router.
     maxRetries: 0,
   });
   return {
     name: options.name,
-    model: options.model,
+    hosted: options.hosted,
     async chat(call) {
-      const completion = await client.chat.completions.create({
-        model: options.model,
-        messages: call.messages,
-        ...(call.maxTokens === undefined ? {} : { max_tokens: call.maxTokens }),
-        ...(call.temperature === undefined ? {} : { temperature: call.temperature }),
-      });
-      const choice = completion.choices[0];
-      return {
-        content: choice?.message.content ?? '',
-        model: completion.model,
-        finishReason: choice?.finish_reason ?? 'unknown',
-        usage: {
-          inputTokens: completion.usage?.prompt_tokens ?? 0,
-          outputTokens: completion.usage?.completion_tokens ?? 0,
-        },
-      };
+      const body = toRequest(call);
+      const requestOptions = { timeout: call.timeoutMs, signal: call.signal };
+      if (!call.onDelta) {
+        const completion = await client.chat.completions.create(
+          { ...body, stream: false },
+          requestOptions,
+        );
+        const choice = completion.choices[0];
+        return {
+          content: choice?.message.content ?? '',
+          toolCalls: (choice?.message.tool_calls ?? []).flatMap((toolCall) =>
+            toolCall.type === 'function'
+              ? [
+                  {
+                    id: toolCall.id,
+                    name: toolCall.function.name,
+                    arguments: parseToolArguments(toolCall.function.arguments),
+                  },
+                ]
+              : [],
+          ),
+          finishReason: finishReasonOf(choice?.finish_reason),
+          model: completion.model,
+          usage: {
+            inputTokens: completion.usage?.prompt_tokens ?? 0,
+            outputTokens: completion.usage?.completion_tokens ?? 0,
+          },
+        };
+      }
+      const stream = await client.chat.completions.create(
+        { ...body, stream: true, stream_options: { include_usage: true } },
+        requestOptions,
+      );
+      return collectStream(stream, call.onDelta, call.model);
+    },
+    async embed(call) {
+      const response = await client.embeddings.create(
+        { model: call.model, input: call.texts, encoding_format: 'float' },
+        { timeout: call.timeoutMs, signal: call.signal },
+      );
+      const vectors = [...response.data]
+        .sort((a, b) => a.index - b.index)
+        .map((item) => item.embedding);
+      return { vectors, inputTokens: response.usage?.prompt_tokens ?? 0 };
     },
   };
+}
+
+type RequestBody = Omit<ChatCompletionCreateParams, 'stream'>;
+
+function toRequest(call: ChatCall): RequestBody {
+  const messages: ChatCompletionMessageParam[] = [];
+  if (call.system) messages.push({ role: 'system', content: call.system });
+  for (const message of call.messages) {
+    if (message.role === 'tool') {
+      messages.push({ role: 'tool', tool_call_id: message.toolCallId, content: message.content });
+    } else if (message.role === 'assistant' && message.toolCalls?.length) {
+      messages.push({
+        role: 'assistant',
+        content: message.content || null,
+        tool_calls: message.toolCalls.map((toolCall) => ({
+          id: toolCall.id,
+          type: 'function',
+          function: { name: toolCall.name, arguments: JSON.stringify(toolCall.arguments) },
+        })),
+      });
+    } else {
+      messages.push({ role: message.role, content: message.content });
+    }
+  }
+  return {
+    model: call.model,
+    messages,
+    ...(call.maxTokens === undefined ? {} : { max_tokens: call.maxTokens }),
+    ...(call.temperature === undefined ? {} : { temperature: call.temperature }),
+    ...(call.tools.length === 0
+      ? {}
+      : {
+          tools: call.tools.map((tool) => ({
+            type: 'function' as const,
+            function: {
+              name: tool.name,
+              description: tool.description,
+              parameters: tool.parameters,
+            },
+          })),
+        }),
+    ...(call.toolChoice === undefined ? {} : { tool_choice: toolChoiceOf(call.toolChoice) }),
+    ...(call.jsonSchema === undefined
+      ? {}
+      : {
+          response_format: {
+            type: 'json_schema' as const,
+            // Not strict: strict mode rejects common schemas (optional properties, formats).
+            // The gateway validates the answer itself.
+            json_schema: { name: call.jsonSchema.name, schema: call.jsonSchema.schema },
+          },
+        }),
+  };
+}
+
+function toolChoiceOf(choice: NonNullable<ChatCall['toolChoice']>): ChatCompletionToolChoiceOption {
+  if (typeof choice === 'string') return choice;
+  return { type: 'function', function: { name: choice.name } };
+}
+
+function finishReasonOf(reason: string | null | undefined): FinishReason {
+  if (reason === 'stop') return 'stop';
+  if (reason === 'length') return 'length';
+  if (reason === 'tool_calls' || reason === 'function_call') return 'tool_calls';
+  if (reason === 'content_filter') return 'content_filter';
+  return 'other';
+}
+
+type PartialToolCall = { id: string; name: string; arguments: string };
+
+async function collectStream(
+  stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>,
+  onDelta: (text: string) => void,
+  requestedModel: string,
+): Promise<ChatResult> {
+  let content = '';
+  let model = requestedModel;
+  let finishReason: FinishReason = 'other';
+  let usage = { inputTokens: 0, outputTokens: 0 };
+  // Tool calls come in pieces, keyed by their index in the choice.
+  const partials = new Map<number, PartialToolCall>();
+  for await (const chunk of stream) {
+    model = chunk.model || model;
+    if (chunk.usage) {
+      usage = {
+        inputTokens: chunk.usage.prompt_tokens,
+        outputTokens: chunk.usage.completion_tokens,
+      };
+    }
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.delta.content) {
+      content += choice.delta.content;
+      onDelta(choice.delta.content);
+    }
+    for (const piece of choice.delta.tool_calls ?? []) {
+      const partial = partials.get(piece.index) ?? { id: '', name: '', arguments: '' };
+      partial.id ||= piece.id ?? '';
+      partial.name += piece.function?.name ?? '';
+      partial.arguments += piece.function?.arguments ?? '';
+      partials.set(piece.index, partial);
+    }
+    if (choice.finish_reason) finishReason = finishReasonOf(choice.finish_reason);
+  }
+  const toolCalls: ToolCall[] = [...partials.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([index, partial]) => ({
+      id: partial.id || `call_${index}`,
+      name: partial.name,
+      arguments: parseToolArguments(partial.arguments),
+    }));
+  return { content, toolCalls, finishReason, model, usage };
 }

@@ -1,20 +1,56 @@
-import type { ChatMessage, Usage } from '@jarvis/contracts';
+import type { ChatMessage, FinishReason, ToolCall, ToolChoice, Usage } from '@jarvis/contracts';
 
+type ToolSpec = { name: string; description: string; parameters: Record<string, unknown> };
+
+// One attempt at one model, in the gateway's neutral shape; each provider translates it.
 export type ChatCall = {
-  messages: ChatMessage[];
-  maxTokens: number | undefined;
+  model: string;
+  system: string | undefined;
+  // Never role 'system': system text is gathered into `system`.
+  messages: Exclude<ChatMessage, { role: 'system' }>[];
+  tools: ToolSpec[];
+  toolChoice: ToolChoice | undefined;
   temperature: number | undefined;
+  maxTokens: number | undefined;
+  // The JSON Schema the reply must match (structured output).
+  jsonSchema: { name: string; schema: Record<string, unknown> } | undefined;
+  timeoutMs: number;
+  signal: AbortSignal;
+  // Set when the caller streams: text as it arrives.
+  onDelta: ((text: string) => void) | undefined;
 };
 
-type ChatResult = {
+export type ChatResult = {
   content: string;
+  toolCalls: ToolCall[];
+  finishReason: FinishReason;
+  // The model that answered, as the provider names it.
   model: string;
-  finishReason: string;
   usage: Usage;
 };
 
-export type ChatProvider = {
+type EmbedCall = { model: string; texts: string[]; timeoutMs: number; signal: AbortSignal };
+type EmbedResult = { vectors: number[][]; inputTokens: number };
+
+export type Provider = {
   name: string;
-  model: string;
-  chat(call: ChatCall): Promise<ChatResult>;
+  // Hosted providers see only redacted text.
+  hosted: boolean;
+  chat?(call: ChatCall): Promise<ChatResult>;
+  embed?(call: EmbedCall): Promise<EmbedResult>;
 };
+
+// Tool-call arguments arrive as JSON text; a model that writes broken JSON gets it back as
+// text, so the caller's schema check can tell the model what went wrong.
+export function parseToolArguments(text: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      return value as Record<string, unknown>;
+    }
+  } catch {
+    // Falls through to the raw text.
+  }
+  return { _unparsed: text };
+}

@@ -1,0 +1,69 @@
+import type { Bus } from '@jarvis/bus';
+import type { Logger } from '@jarvis/telemetry';
+import type { Redis } from 'ioredis';
+import { loadModelConfig, type ModelConfig } from '../config/model-config';
+import { LOCAL_MODEL, LOCAL_PROVIDER } from '../embeddings/local-embedder';
+import type { Env } from '../env';
+import { createProviders } from '../providers/registry';
+import type { GenAiMetrics } from '../telemetry/gen-ai';
+import type { UsageMeter } from '../usage/usage-meter';
+import type { RouterDeps } from './chat-router';
+import { createCooldown } from './cooldown';
+import type { EmbedDeps } from './embed-router';
+
+export type Routing = { chat: RouterDeps; embed: EmbedDeps; config: ModelConfig };
+
+// Everything a chat or embed request needs, from the environment; main.ts and the tests build
+// the gateway the same way.
+export function createRouting(
+  env: Env,
+  deps: { bus: Bus; redis: Redis; meter: UsageMeter; metrics: GenAiMetrics; logger: Logger },
+): Routing {
+  const providers = createProviders(env);
+  const config = loadModelConfig(env, (provider) => providers.has(provider));
+  const cooldown = createCooldown(
+    deps.redis,
+    deps.bus.namespace,
+    {
+      failures: env.MODEL_COOLDOWN_FAILURES,
+      windowMs: env.MODEL_COOLDOWN_WINDOW_MS,
+      cooldownMs: env.MODEL_COOLDOWN_MS,
+    },
+    deps.logger,
+  );
+  const chat: RouterDeps = {
+    providers,
+    routes: config.routes,
+    cooldown,
+    meter: deps.meter,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    settings: {
+      timeoutMs: env.MODEL_TIMEOUT_MS,
+      deadlineMs: env.MODEL_DEADLINE_MS,
+      retries: env.MODEL_RETRIES,
+      retryBaseMs: env.MODEL_RETRY_BASE_MS,
+      retryMaxWaitMs: env.MODEL_RETRY_MAX_WAIT_MS,
+      redaction: env.MODEL_REDACTION === 'on',
+      recordContent: env.MODEL_TELEMETRY_CONTENT === 'on',
+    },
+  };
+  // The built-in embedder always ends the embed route, so embedding never fails for want of a
+  // model; its name carries its size, since vectors of two sizes never share an index.
+  const local = `${LOCAL_PROVIDER}/${LOCAL_MODEL}-${env.LOCAL_EMBED_DIMENSIONS}`;
+  const embedRoute = config.routes.embed.filter((target) => target.provider !== LOCAL_PROVIDER);
+  embedRoute.push({
+    ref: local,
+    provider: LOCAL_PROVIDER,
+    model: `${LOCAL_MODEL}-${env.LOCAL_EMBED_DIMENSIONS}`,
+    info: { contextWindow: 1_000_000, inputUsdPerMTok: 0, outputUsdPerMTok: 0 },
+  });
+  const embed: EmbedDeps = {
+    ...chat,
+    route: embedRoute,
+    redis: deps.redis,
+    namespace: deps.bus.namespace,
+    cacheTtlSeconds: env.EMBED_CACHE_TTL_SECONDS,
+  };
+  return { chat, embed, config };
+}

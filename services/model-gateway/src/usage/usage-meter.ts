@@ -1,0 +1,257 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, BusError, describeZodError, publishWork } from '@jarvis/bus';
+import { ModelUsageEvent, modelUsageRecorded, type UsagePurpose } from '@jarvis/contracts';
+import type { Logger } from '@jarvis/telemetry';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { type AdmitVerdict, admitRequest, countUsage, RATE_WINDOW_MS } from './usage-counters';
+import type { UsageLimits } from './usage-env';
+import { fromNanos, nextUtcMidnight, toNanos, utcDay } from './usage-units';
+
+export type UsageEvent = ModelUsageEvent;
+
+export type UsageMeter = {
+  // Before a call: throws BusError('budget_exceeded') when the user has used up a daily budget or
+  // started as many chat/utility calls as the rate allows in the last minute. Embeddings and
+  // calls without a user are always admitted (and still counted). The daily budgets are charged
+  // after the call, so calls already running when one runs out may finish past it.
+  admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
+  // After a call: counts it against the user's day in Redis and publishes its usage event for
+  // the rollup. Never throws: the answer must not fail because accounting did. What does not
+  // land at once is retried in the background until it does, and logged at error if it never
+  // does (overflow, shutdown), with the whole event, so no usage is lost silently.
+  record(event: UsageEvent): Promise<void>;
+  // Tries what is still pending once more; run before the bus and Redis close.
+  stop(): Promise<void>;
+};
+
+export type UsageMeterDeps = {
+  redis: Redis;
+  bus: Bus;
+  limits: UsageLimits;
+  logger: Logger;
+  // Length of the request-rate window; tests shorten it.
+  rateWindowMs?: number;
+};
+
+// One try of either step waits at most this long, so a hung Redis or NATS delays an answer by
+// little. Both steps are idempotent, so a try that lands after its timeout does no harm.
+const ATTEMPT_TIMEOUT_MS = 2_000;
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
+// Events held for retry; past this the oldest are logged and dropped rather than growing the
+// heap without bound during a long outage.
+const PENDING_MAX = 10_000;
+
+type Pending = {
+  event: z.output<typeof ModelUsageEvent>;
+  isCounted: boolean;
+  isPublished: boolean;
+  attempts: number;
+  nextAttemptAt: number;
+};
+
+export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
+  const { redis, bus, limits, logger } = deps;
+  const windowMs = deps.rateWindowMs ?? RATE_WINDOW_MS;
+  const pending: Pending[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let retrying: Promise<void> | undefined;
+  let isStopped = false;
+
+  async function attempt(item: Pending): Promise<void> {
+    item.attempts += 1;
+    const { event } = item;
+    if (!item.isCounted && event.userId) {
+      const call = { ...event, userId: event.userId };
+      try {
+        await withTimeout(countUsage(redis, bus.namespace, call, new Date()), 'redis');
+        item.isCounted = true;
+      } catch (error) {
+        logger.warn({ err: error, eventId: event.id }, 'usage not counted in redis yet');
+      }
+    }
+    if (!item.isPublished) {
+      try {
+        await withTimeout(publishWork(bus, modelUsageRecorded, event, event.id), 'nats');
+        item.isPublished = true;
+      } catch (error) {
+        logger.warn({ err: error, eventId: event.id }, 'usage event not published yet');
+      }
+    }
+  }
+
+  function isDone(item: Pending): boolean {
+    return (item.isCounted || !item.event.userId) && item.isPublished;
+  }
+
+  function hold(item: Pending): void {
+    item.nextAttemptAt =
+      Date.now() + Math.min(RETRY_BASE_MS * 2 ** (item.attempts - 1), RETRY_MAX_MS);
+    pending.push(item);
+    while (pending.length > PENDING_MAX) {
+      const dropped = pending.shift();
+      logger.error({ event: dropped?.event }, 'usage event dropped: too many pending retries');
+    }
+    schedule();
+  }
+
+  function schedule(): void {
+    if (timer || retrying || isStopped || pending.length === 0) return;
+    const next = Math.min(...pending.map((item) => item.nextAttemptAt));
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        retrying = retryDue().finally(() => {
+          retrying = undefined;
+          schedule();
+        });
+      },
+      Math.max(next - Date.now(), 0),
+    );
+    // Pending retries alone must not keep a finished process alive; stop() flushes them.
+    timer.unref();
+  }
+
+  async function retryDue(): Promise<void> {
+    const now = Date.now();
+    const due = pending.filter((item) => item.nextAttemptAt <= now);
+    for (const item of due) {
+      pending.splice(pending.indexOf(item), 1);
+      await attempt(item);
+      if (isDone(item)) logger.info({ eventId: item.event.id }, 'usage recorded after retry');
+      else if (isStopped) pending.push(item);
+      else hold(item);
+    }
+  }
+
+  function logLost(item: Pending): void {
+    logger.error(
+      { event: item.event, isCounted: item.isCounted, isPublished: item.isPublished },
+      'usage event could not be recorded before shutdown',
+    );
+  }
+
+  return {
+    async admit(userId, purpose) {
+      // Embeddings are counted but never refused: memory indexes every message with them, and
+      // a user over budget must still find what they said today.
+      if (!userId || purpose === 'embed') return;
+      const admitLimits = {
+        dailyTokens: limits.dailyTokens,
+        dailyCostNanos: toNanos(limits.dailyCostUsd),
+        requestsPerWindow: limits.requestsPerMinute,
+        windowMs,
+      };
+      const isUnlimited =
+        admitLimits.dailyTokens === 0 &&
+        admitLimits.dailyCostNanos === 0 &&
+        admitLimits.requestsPerWindow === 0;
+      if (isUnlimited) return;
+      const now = new Date();
+      let verdict: AdmitVerdict;
+      try {
+        verdict = await admitRequest(
+          redis,
+          bus.namespace,
+          userId,
+          utcDay(now),
+          admitLimits,
+          randomUUID(),
+        );
+      } catch (error) {
+        // Refuse rather than let calls through unmetered: the budgets exist to bound spending.
+        logger.warn({ err: error }, 'usage budget could not be checked');
+        throw new BusError('unavailable', 'model-gateway cannot check usage budgets right now');
+      }
+      if (verdict.type !== 'ok') {
+        throw new BusError('budget_exceeded', describeRefusal(verdict, limits, windowMs, now));
+      }
+    },
+
+    async record(event) {
+      const parsed = z.safeParse(ModelUsageEvent, event);
+      if (!parsed.success) {
+        // A bug in the caller: retrying cannot fix it, so say so loudly, with the event.
+        const problem = describeZodError(parsed.error);
+        logger.error({ event, problem }, 'usage event is malformed; not recorded');
+        return;
+      }
+      const item: Pending = {
+        event: parsed.data,
+        isCounted: false,
+        isPublished: false,
+        attempts: 0,
+        nextAttemptAt: 0,
+      };
+      await attempt(item);
+      if (isDone(item)) return;
+      if (isStopped) logLost(item);
+      else hold(item);
+    },
+
+    async stop() {
+      isStopped = true;
+      clearTimeout(timer);
+      timer = undefined;
+      await retrying;
+      const left = pending.splice(0);
+      for (const item of left) {
+        await attempt(item);
+        if (!isDone(item)) logLost(item);
+      }
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timeout: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timeout = setTimeout(
+      () => reject(new Error(`${what} did not answer in ${ATTEMPT_TIMEOUT_MS} ms`)),
+      ATTEMPT_TIMEOUT_MS,
+    );
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timeout));
+}
+
+// Which limit, how much of it is used, and when it frees up: what the user needs to decide to
+// wait, or to raise the limit.
+function describeRefusal(
+  verdict: Exclude<AdmitVerdict, { type: 'ok' }>,
+  limits: UsageLimits,
+  windowMs: number,
+  now: Date,
+): string {
+  const resetsAt = nextUtcMidnight(now).toISOString();
+  switch (verdict.type) {
+    case 'tokens':
+      return (
+        `daily token budget used up: ${formatCount(verdict.used)} of ` +
+        `${formatCount(limits.dailyTokens)} tokens today; it resets at ${resetsAt}`
+      );
+    case 'cost':
+      return (
+        `daily cost budget used up: ${formatUsd(fromNanos(verdict.usedNanos))} of ` +
+        `${formatUsd(limits.dailyCostUsd)} today; it resets at ${resetsAt}`
+      );
+    case 'rate':
+      return (
+        `request rate limit reached: ${verdict.count} of ${limits.requestsPerMinute} model ` +
+        `requests in the last ${describeWindow(windowMs)}; try again in ` +
+        `${Math.max(Math.ceil(verdict.retryAfterMs / 1_000), 1)} s`
+      );
+  }
+}
+
+function formatCount(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+function formatUsd(value: number): string {
+  return `$${value.toFixed(value >= 1 ? 2 : 4)}`;
+}
+
+function describeWindow(windowMs: number): string {
+  return windowMs === RATE_WINDOW_MS ? 'minute' : `${windowMs / 1_000} s`;
+}

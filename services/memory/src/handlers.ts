@@ -15,6 +15,7 @@ import {
   DEFAULT_COMPACTION,
   requestCompactionIfDue,
 } from './services/compact-conversation';
+import type { DenseIndex } from './services/dense-index';
 import {
   type ExtractionSettings,
   extractFacts,
@@ -26,7 +27,12 @@ import { rememberIfAsked } from './services/remember-command';
 import { searchMemory } from './services/search-service';
 import { writeEpisode } from './services/write-episode';
 
-export function registerHandlers(bus: Bus, pool: Pool, compaction = DEFAULT_COMPACTION) {
+export function registerHandlers(
+  bus: Bus,
+  pool: Pool,
+  compaction = DEFAULT_COMPACTION,
+  dense?: DenseIndex,
+) {
   // Compaction runs off the request path: a failure to queue it never fails the write.
   const compactLater = (userId: string, conversationId: string) =>
     requestCompactionIfDue(bus, pool, compaction, userId, conversationId).catch((error: unknown) =>
@@ -47,13 +53,13 @@ export function registerHandlers(bus: Bus, pool: Pool, compaction = DEFAULT_COMP
       await compactLater(request.userId, stored.message.conversationId);
       return stored;
     }),
-    bus.serve(memoryRecall, (request) => recallContext(pool, request)),
+    bus.serve(memoryRecall, (request) => recallContext(pool, request, new Date(), dense)),
     bus.serve(memoryImport, async (request) => {
       const result = await importMessages(pool, request);
       await compactLater(request.userId, request.conversationId);
       return result;
     }),
-    bus.serve(memorySearch, (request) => searchMemory(pool, request)),
+    bus.serve(memorySearch, (request) => searchMemory(pool, request, new Date(), dense)),
   ];
 }
 

@@ -15,6 +15,8 @@ import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
 import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
+import { startDenseIndexer } from './services/dense-index';
+import { loadItems } from './services/search-service';
 import { configureVectorSearch } from './vector-search-settings';
 
 const SERVICE = 'memory';
@@ -64,7 +66,8 @@ try {
     maxInFlight: 2,
   };
   await ensureWorkQueue(bus, extractionRequested, extractionQueue);
-  registerHandlers(bus, pool, compaction);
+  const dense = startDenseIndexer(bus, pool, loadItems);
+  registerHandlers(bus, pool, compaction, dense);
   registerFileHandlers(bus, pool);
   registerDocumentHandlers(bus, pool);
   registerFactHandlers(bus, pool);
@@ -89,6 +92,7 @@ try {
     onStop: async () => {
       await compactionWorker.stop();
       await extractionWorker.stop();
+      await dense.stop();
       await bus.close();
       await pool.end();
       await telemetry.stop();

@@ -43,7 +43,8 @@ export async function upsertLocalEmbeddings(
      SELECT kind, item_id, $1, user_id, conversation_id, item_created_at, sparse::sparsevec
      FROM unnest($2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::timestamptz[], $7::text[])
        AS t(kind, item_id, user_id, conversation_id, item_created_at, sparse)
-     ON CONFLICT (item_kind, item_id, model) DO UPDATE SET sparse = excluded.sparse`,
+     ON CONFLICT (item_kind, item_id, model) DO UPDATE
+       SET sparse = excluded.sparse, created_at = now()`,
     [
       model,
       rows.map((row) => row.kind),

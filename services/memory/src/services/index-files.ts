@@ -1,5 +1,6 @@
 import type { Queryable } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { deleteDenseEmbeddings } from '../repositories/dense-embeddings-repository';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import { deleteFileEmbeddings } from '../repositories/files-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
@@ -33,6 +34,7 @@ export async function indexFile(
       vector: embedDocument({ text }),
     },
   ]);
+  if (previous) await deleteDenseEmbeddings(db, 'file', file.id);
   if (previous)
     await removeTermCounts(
       db,

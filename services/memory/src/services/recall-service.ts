@@ -6,6 +6,7 @@ import { findConversation } from '../repositories/conversations-repository';
 import { findMessageContent, listRecentMessages } from '../repositories/messages-repository';
 import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
+import type { DenseIndex } from './dense-index';
 import { searchMemory } from './search-service';
 import { estimateTokens } from './tokens';
 
@@ -23,6 +24,7 @@ export async function recallContext(
   pool: Pool,
   request: RecallRequest,
   now = new Date(),
+  dense?: DenseIndex,
 ): Promise<MemoryRecallResponse> {
   const conversationId = await findConversation(pool, request.userId, request.conversationId);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
@@ -44,6 +46,7 @@ export async function recallContext(
             kinds: ['message', 'fact', 'summary', 'document'],
           },
           now,
+          dense,
         )
       : Promise.resolve({ results: [] }),
   ]);

@@ -8,6 +8,7 @@ import {
   toTerms,
 } from '@jarvis/embeddings';
 import type { z } from 'zod';
+import { findNearestDense } from '../repositories/dense-embeddings-repository';
 import { documentSource } from '../repositories/documents-repository';
 import { findNearest, loadVectors, scoreItems } from '../repositories/embeddings-repository';
 import { factSource } from '../repositories/facts-repository';
@@ -20,6 +21,7 @@ import {
 } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
+import type { DenseIndex } from './dense-index';
 import { parseDateRange } from './query-dates';
 
 type SearchRequest = z.output<typeof MemorySearchRequest> & {
@@ -56,10 +58,21 @@ const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
   file: fileSource,
 };
 
+// Items of one kind by id, as search shows them (forgotten ones are not found).
+export function loadItems(
+  pool: Pool,
+  kind: MemoryKind,
+  userId: string,
+  ids: string[],
+): Promise<ItemDetails[]> {
+  return SOURCES[kind]?.load(pool, userId, ids) ?? Promise.resolve([]);
+}
+
 export async function searchMemory(
   pool: Pool,
   request: SearchRequest,
   now = new Date(),
+  dense?: DenseIndex,
 ): Promise<MemorySearchResponse> {
   const kinds = request.kinds ?? MemoryKind.options;
   const range = narrowRange(request, now);
@@ -70,13 +83,16 @@ export async function searchMemory(
     to: range.to,
   };
   const terms = [...new Set(toTerms(request.query))];
-  const stats = await loadTermCounts(pool, request.userId, terms);
+  const [stats, denseQuery] = await Promise.all([
+    loadTermCounts(pool, request.userId, terms),
+    dense?.embedQuery(request.userId, request.query),
+  ]);
   const documents = Math.max(stats.items, 1);
   const query = embedQuery(request.query, (term) =>
     inverseDocumentFrequency(documents, stats.counts.get(term) ?? 0),
   );
-  // Only stop words ("what is the"): nothing to match on.
-  if (query.indices.length === 0) return { results: [] };
+  // Only stop words ("what is the") and no model to read them: nothing to match on.
+  if (query.indices.length === 0 && !denseQuery) return { results: [] };
 
   const words = textWords(request.query).filter((word) => {
     const [term] = toTerms(word);
@@ -86,8 +102,19 @@ export async function searchMemory(
     const source = SOURCES[kind];
     return source ? [{ kind, source }] : [];
   });
-  const [nearest, textLists] = await Promise.all([
-    findNearest(pool, { ...filter, model: LOCAL_EMBEDDING_MODEL, kinds }, query, CANDIDATES),
+  const [nearest, denseNearest, textLists] = await Promise.all([
+    query.indices.length === 0
+      ? []
+      : findNearest(pool, { ...filter, model: LOCAL_EMBEDDING_MODEL, kinds }, query, CANDIDATES),
+    denseQuery
+      ? findNearestDense(
+          pool,
+          { ...filter, kinds },
+          denseQuery.dense,
+          denseQuery.vector,
+          CANDIDATES,
+        )
+      : [],
     Promise.all(sources.map(({ source }) => source.searchText(pool, filter, words, CANDIDATES))),
   ]);
 
@@ -100,8 +127,11 @@ export async function searchMemory(
     nearest.slice(0, FEEDBACK_DOCUMENTS).map((candidate) => candidate.itemId),
   );
   const expanded = expandQuery(query, feedback, FEEDBACK_WEIGHT);
-  const kindOf = new Map(nearest.map((candidate) => [candidate.itemId, candidate.kind]));
-  const ids = [...new Set([...nearest.map((candidate) => candidate.itemId), ...textLists.flat()])];
+  const vectorCandidates = [...nearest, ...denseNearest];
+  const kindOf = new Map(vectorCandidates.map((candidate) => [candidate.itemId, candidate.kind]));
+  const ids = [
+    ...new Set([...vectorCandidates.map((candidate) => candidate.itemId), ...textLists.flat()]),
+  ];
   const [vectorScores, items] = await Promise.all([
     scoreItems(pool, request.userId, LOCAL_EMBEDDING_MODEL, ids, expanded),
     Promise.all(
@@ -124,6 +154,14 @@ export async function searchMemory(
   const fused = new Map<string, number>();
   for (const [rank, id] of vectorRanking.entries()) {
     fused.set(id, (fused.get(id) ?? 0) + 1 / (RRF_K + rank));
+  }
+  // The embed model's ranking counts as much as the sparse one: it knows synonyms and
+  // paraphrases the sparse one cannot, and misses rare names the sparse one weighs highly. Its
+  // nearest items are always some items, however unrelated, so each rank also counts by its
+  // cosine similarity: a close match is worth more than the best of poor ones.
+  for (const [rank, candidate] of denseNearest.entries()) {
+    const weight = Math.max(candidate.similarity, 0) / (RRF_K + rank);
+    fused.set(candidate.itemId, (fused.get(candidate.itemId) ?? 0) + weight);
   }
   for (const textIds of textLists) {
     for (const [rank, id] of textIds.entries()) {

@@ -1,5 +1,6 @@
 import { ErrorBody, ModelUsageResponse } from '@jarvis/contracts';
 import { waitFor } from '@jarvis/testkit';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTurnRequest } from './fake-requests';
 import { type StackFixture, startStackFixture } from './stack-fixture';
@@ -88,7 +89,7 @@ describe('per-user budgets and GET /v1/usage', () => {
   });
 
   it('stops a turn once the daily token budget is used up, saying which and until when', async () => {
-    const { apiKey } = await fixture.createUser('carol');
+    const { apiKey, user } = await fixture.createUser('carol');
 
     for (let turn = 0; turn < 2; turn++) {
       const response = await fixture.chat(apiKey, { message: `turn ${turn}` });
@@ -104,5 +105,15 @@ describe('per-user budgets and GET /v1/usage', () => {
     );
     const usage = await usageOf(apiKey);
     expect(usage.remaining.dailyTokens).toBe(0);
+    // The conversation says so too, in the reply's place.
+    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await db.connect();
+    const { rows } = await db.query<{ content: string }>(
+      `SELECT content FROM memory.messages WHERE user_id = $1 AND role = 'assistant'
+       ORDER BY seq DESC LIMIT 1`,
+      [user.id],
+    );
+    await db.end();
+    expect(rows[0]?.content).toMatch(/^I can't answer this now: daily token budget used up/);
   });
 });

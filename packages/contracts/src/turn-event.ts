@@ -25,8 +25,39 @@ export const TurnFailed = z.object({
 });
 export type TurnFailed = z.infer<typeof TurnFailed>;
 
-export const TurnEvent = z.discriminatedUnion('type', [TurnDone, TurnFailed]);
+// Progress while the turn runs: the answer's text as it is written, and each tool call.
+const TurnDelta = z.object({ type: z.literal('delta'), turnId: Id, runId: Id, text: z.string() });
+const ToolStarted = z.object({
+  type: z.literal('tool_started'),
+  turnId: Id,
+  runId: Id,
+  toolCallId: z.string(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+const ToolFinished = z.object({
+  type: z.literal('tool_finished'),
+  turnId: Id,
+  runId: Id,
+  toolCallId: z.string(),
+  name: z.string(),
+  isError: z.boolean(),
+  durationMs: z.number().int().nonnegative(),
+});
+
+export const TurnEvent = z.discriminatedUnion('type', [
+  TurnDone,
+  TurnFailed,
+  TurnDelta,
+  ToolStarted,
+  ToolFinished,
+]);
 export type TurnEvent = z.infer<typeof TurnEvent>;
+
+// The last event of a turn: it answered, or it failed.
+export function isTurnOutcome(event: TurnEvent): event is TurnDone | TurnFailed {
+  return event.type === 'done' || event.type === 'failed';
+}
 
 // Published on core NATS per turn; the gateway listens on the subject of the turn it submitted.
 export function turnEventSubject(turnId: string): string {

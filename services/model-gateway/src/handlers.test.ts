@@ -9,7 +9,7 @@ import {
   modelChatCancel,
   modelEmbed,
 } from '@jarvis/contracts';
-import { createLogger, createMetrics } from '@jarvis/telemetry';
+import { createLogger, createMetrics, type Metrics } from '@jarvis/telemetry';
 import {
   type FakeLlm,
   makeTempDir,
@@ -30,7 +30,7 @@ import { ensureUsageStream } from './usage/usage-rollup';
 const logger = createLogger('model-gateway-test', 'silent');
 const USER = '5d0c8a62-8f59-4f51-9d58-6f7b1c3c2a11';
 
-type Gateway = { client: Bus; redis: Redis; close(): Promise<void> };
+type Gateway = { client: Bus; metrics: Metrics; close(): Promise<void> };
 
 let fake: FakeLlm;
 let redis: Redis;
@@ -63,18 +63,19 @@ async function startGateway(source: Record<string, string>): Promise<Gateway> {
   const env = loadEnv({ MODEL_RETRY_BASE_MS: '10', ...source });
   await ensureUsageStream(server);
   const meter = createUsageMeter({ redis, bus: server, limits: usageLimitsFrom(env), logger });
+  const metrics = createMetrics('model-gateway-test');
   const routing = createRouting(env, {
     bus: server,
     redis,
     meter,
-    metrics: createGenAiMetrics(createMetrics('model-gateway-test')),
+    metrics: createGenAiMetrics(metrics),
     logger,
   });
   const subscriptions = registerHandlers(server, routing);
   await server.nc.flush();
   const gateway = {
     client,
-    redis,
+    metrics,
     async close() {
       for (const subscription of subscriptions) subscription.unsubscribe();
       await meter.stop();
@@ -192,6 +193,24 @@ describe.each([
     });
     expect(reply.toolCalls).toHaveLength(1);
     expect(reply.usage.outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('telemetry', () => {
+  it('counts tokens and times calls in the GenAI metrics, per provider and model', async () => {
+    const { client, metrics } = await startGateway(openai());
+    fake.script({ content: 'ok', usage: { inputTokens: 30, outputTokens: 7 } });
+
+    await client.request(modelChat, { messages: [{ role: 'user', content: 'hi' }] });
+
+    const text = await metrics.registry.metrics();
+    const labels =
+      'service="model-gateway-test",gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="fake-gpt"';
+    expect(text).toContain(`gen_ai_client_token_usage_sum{${labels},gen_ai_token_type="input"} 30`);
+    expect(text).toContain(`gen_ai_client_token_usage_sum{${labels},gen_ai_token_type="output"} 7`);
+    expect(text).toContain(
+      `gen_ai_client_operation_duration_seconds_count{${labels},error_type=""} 1`,
+    );
   });
 });
 

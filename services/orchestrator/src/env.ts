@@ -20,6 +20,18 @@ const Env = z.object({
   HISTORY_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
   // Longest wait for one model call, including the model gateway's own retries.
   MODEL_CALL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
+  // Guardrails of the tool loop; when one trips, the user is told which.
+  // Model calls per turn (each may ask for tools).
+  MAX_STEPS_PER_TURN: z.coerce.number().int().min(1).max(100).default(8),
+  // Longest one tool call may take.
+  TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  // Longest a whole turn may take, every model and tool call included.
+  TURN_DEADLINE_MS: z.coerce.number().int().min(1_000).default(300_000),
+  // Characters of one tool result shown to the model.
+  TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(200).default(8_000),
+  // Output tokens of one model call, and of all the calls of one turn.
+  MODEL_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(16).max(64_000).default(4_096),
+  TURN_OUTPUT_TOKEN_CAP: z.coerce.number().int().min(16).default(16_000),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -6,6 +6,8 @@ import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
 import { loadEnv } from './env';
 import { registerHandlers, startTurnWorker } from './handlers';
+import { registerRunHandlers } from './runs-handlers';
+import { createMemoryTools } from './tools/memory-tools';
 
 const SERVICE = 'orchestrator';
 
@@ -42,6 +44,7 @@ try {
   };
   await ensureWorkQueue(bus, turnRequested, queue);
   registerHandlers(bus, pool);
+  registerRunHandlers(bus, pool);
   const worker = await startTurnWorker(
     {
       bus,
@@ -50,7 +53,16 @@ try {
       logger,
       historyLimit: env.HISTORY_LIMIT,
       contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
-      modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
+      tools: createMemoryTools(bus),
+      loop: {
+        maxSteps: env.MAX_STEPS_PER_TURN,
+        toolTimeoutMs: env.TOOL_TIMEOUT_MS,
+        turnDeadlineMs: env.TURN_DEADLINE_MS,
+        toolResultMaxChars: env.TOOL_RESULT_MAX_CHARS,
+        maxOutputTokens: env.MODEL_MAX_OUTPUT_TOKENS,
+        turnOutputTokenCap: env.TURN_OUTPUT_TOKEN_CAP,
+        modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
+      },
       lockLeaseMs: env.TURN_ACK_WAIT_MS,
       maxDeliver: env.TURN_MAX_DELIVER,
     },

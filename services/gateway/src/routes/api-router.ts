@@ -15,6 +15,7 @@ import { createFilesRouter } from './files-router';
 import { createForgetRouter } from './forget-router';
 import { createMemoryRouter } from './memory-router';
 import { parseBody } from './parse-body';
+import { createRunsRouter } from './runs-router';
 import { createUsageRouter } from './usage-router';
 
 export type ApiDeps = {
@@ -39,6 +40,7 @@ export function createApiRouter(deps: ApiDeps): Router {
   router.use('/memory/forget', createForgetRouter(deps));
   router.use('/memory', createMemoryRouter(deps));
   router.use('/usage', createUsageRouter(deps));
+  router.use('/runs', createRunsRouter(deps));
 
   router.post('/admin/users', async (req, res) => {
     const principal = await authenticate(deps.pool, req.get('authorization'));

@@ -3,10 +3,13 @@ import { type Bus, BusError } from '@jarvis/bus';
 import {
   type ChatRequest,
   type ChatResponse,
+  isTurnOutcome,
   TurnEvent,
   turnEventSubject,
   turnSubmit,
 } from '@jarvis/contracts';
+
+type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
 
 export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 
@@ -19,13 +22,14 @@ export async function runChatTurn(
   options: ChatOptions,
 ): Promise<ChatResponse> {
   const turnId = randomUUID();
-  let onEvent: (event: TurnEvent) => void = () => {};
-  const outcome = new Promise<TurnEvent>((resolve) => {
-    onEvent = resolve;
+  let onOutcome: (event: TurnOutcome) => void = () => {};
+  const outcome = new Promise<TurnOutcome>((resolve) => {
+    onOutcome = resolve;
   });
-  const subscription = bus.subscribe(turnEventSubject(turnId), TurnEvent, (event) =>
-    onEvent(event),
-  );
+  // Progress events (text, tool calls) are for streaming clients; this answer waits for the end.
+  const subscription = bus.subscribe(turnEventSubject(turnId), TurnEvent, (event) => {
+    if (isTurnOutcome(event)) onOutcome(event);
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     await bus.request(

@@ -51,7 +51,16 @@ beforeAll(async () => {
     logger: createLogger('orchestrator-test', 'silent'),
     contextTokenBudget: 8_000,
     historyLimit: 50,
-    modelCallTimeoutMs: 5_000,
+    tools: [],
+    loop: {
+      maxSteps: 4,
+      toolTimeoutMs: 1_000,
+      turnDeadlineMs: 10_000,
+      toolResultMaxChars: 1_000,
+      maxOutputTokens: 256,
+      turnOutputTokenCap: 1_000,
+      modelCallTimeoutMs: 5_000,
+    },
     lockLeaseMs: 5_000,
     maxDeliver: MAX_DELIVER,
   };

@@ -5,7 +5,6 @@ import {
   extractionRequested,
   memoryAppend,
   memoryRecall,
-  modelChat,
   type TurnEvent,
   TurnEvent as TurnEventSchema,
   type TurnRequested,
@@ -22,6 +21,9 @@ import {
   markRunStarted,
   type Run,
 } from '../repositories/runs-repository';
+import { recordRunTotals } from '../repositories/steps-repository';
+import type { AgentTool } from '../tools/agent-tool';
+import { createStepRecorder, type LoopSettings, ModelFailure, runAgentLoop } from './agent-loop';
 import { buildPrompt } from './build-prompt';
 
 export type TurnDeps = {
@@ -32,10 +34,11 @@ export type TurnDeps = {
   historyLimit: number;
   // Tokens memory may fill with profile, recalled items, summaries and recent messages.
   contextTokenBudget: number;
-  modelCallTimeoutMs: number;
   // Lease of the conversation lock; renewed while the turn runs.
   lockLeaseMs: number;
   maxDeliver: number;
+  tools: AgentTool[];
+  loop: LoopSettings;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -84,10 +87,11 @@ export async function runTurn(
     const info = describeFailure(error);
     // Model errors are final (the model gateway already retried and fell back); anything else
     // is worth another delivery until the last one.
-    const isFinal = isModelFailure(error) || deliveryCount >= deps.maxDeliver;
+    const isFinal = error instanceof ModelFailure || deliveryCount >= deps.maxDeliver;
     deps.logger.warn({ turnId: run.turnId, err: error, isFinal }, 'turn failed');
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
     await markRunFailed(deps.pool, run.id, info);
+    await storeFailureNote(deps, run, info);
     announce(deps.bus, {
       type: 'failed',
       turnId: run.turnId,
@@ -104,6 +108,13 @@ export async function runTurn(
 }
 
 async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
+  // markRunStarted has just counted this attempt.
+  const recorder = createStepRecorder(deps.pool, {
+    runId: run.id,
+    userId: run.userId,
+    attempt: run.attempts + 1,
+  });
+  const recallStarted = new Date();
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,
@@ -111,30 +122,54 @@ async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
     tokenBudget: deps.contextTokenBudget,
     recentLimit: deps.historyLimit,
   });
-  const completion = await deps.bus
-    .request(
-      modelChat,
-      { purpose: 'chat', userId: run.userId, messages: buildPrompt(recall, new Date()) },
-      { timeoutMs: deps.modelCallTimeoutMs },
-    )
-    .catch((error: unknown) => {
-      throw new ModelFailure(error);
-    });
+  const context = {
+    tokenBudget: deps.contextTokenBudget,
+    profile: recall.profile.length,
+    relevant: recall.relevant.length,
+    summaries: recall.summaries.length,
+    recent: recall.recent.length,
+  };
+  await recorder.record({
+    kind: 'recall',
+    name: 'memory.recall',
+    status: 'ok',
+    output: {
+      ...context,
+      items: recall.relevant.map((item) => ({ kind: item.kind, id: item.id })),
+    },
+    startedAt: recallStarted,
+    durationMs: Date.now() - recallStarted.getTime(),
+  });
+  const result = await runAgentLoop(
+    {
+      bus: deps.bus,
+      tools: deps.tools,
+      settings: deps.loop,
+      recorder,
+      emit: (event) => announce(deps.bus, event),
+    },
+    run,
+    buildPrompt(recall, new Date()),
+  );
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
   // so a conversation never shows two replies to one message.
   const { message } = await deps.bus.request(memoryAppend, {
     userId: run.userId,
     conversationId: run.conversationId,
     role: 'assistant',
-    content: completion.content,
+    content: result.content,
     idempotencyKey: `turn:${run.turnId}:reply`,
+  });
+  await recordRunTotals(deps.pool, run.id, {
+    context,
+    costUsd: result.costUsd,
   });
   await markRunCompleted(deps.pool, run.id, {
     replyMessageId: message.id,
     replyContent: message.content,
-    provider: completion.provider,
-    model: completion.model,
-    usage: completion.usage,
+    provider: result.provider,
+    model: result.model,
+    usage: result.usage,
   });
   await requestExtraction(deps, run, message.id, [
     ...recall.relevant.map((item) => item.id),
@@ -146,7 +181,7 @@ async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
     runId: run.id,
     conversationId: run.conversationId,
     reply: { id: message.id, role: 'assistant', content: message.content },
-    usage: completion.usage,
+    usage: result.usage,
   };
 }
 
@@ -202,24 +237,44 @@ function toEvent(run: Run): TurnEvent {
   };
 }
 
-class ModelFailure extends Error {
-  readonly info: ErrorInfo;
-
-  constructor(cause: unknown) {
-    super('model call failed', { cause });
-    this.info =
-      cause instanceof BusError
-        ? cause.toInfo()
-        : { code: 'unavailable', message: 'the model could not be reached' };
+// The conversation says why there is no answer, in the reply's place (same idempotency key,
+// so a turn never has both). Best effort: memory itself may be what failed.
+async function storeFailureNote(deps: TurnDeps, run: Run, info: ErrorInfo): Promise<void> {
+  try {
+    await deps.bus.request(memoryAppend, {
+      userId: run.userId,
+      conversationId: run.conversationId,
+      role: 'assistant',
+      content: failureNote(info),
+      idempotencyKey: `turn:${run.turnId}:reply`,
+      metadata: { error: info.code },
+    });
+  } catch (error) {
+    deps.logger.warn({ err: error, turnId: run.turnId }, 'could not store the failure note');
   }
 }
 
-function isModelFailure(error: unknown): error is ModelFailure {
-  return error instanceof ModelFailure;
+function failureNote(info: ErrorInfo): string {
+  switch (info.code) {
+    case 'budget_exceeded':
+      return `I can't answer this now: ${info.message}.`;
+    case 'unavailable':
+      return `I couldn't reach a language model to answer this (${info.message}). Your message is saved; ask again when it is back.`;
+    case 'timeout':
+      return `The language model took too long to answer this (${info.message}). Your message is saved; ask again.`;
+    case 'payload_too_large':
+      return `This is too long for the language models I can use (${info.message}).`;
+    default:
+      return `Something went wrong while answering this (${info.message}).`;
+  }
 }
 
+// A model failure carries the model gateway's typed error; anything else is ours.
 function describeFailure(error: unknown): ErrorInfo {
-  if (error instanceof ModelFailure) return error.info;
-  if (error instanceof BusError) return error.toInfo();
+  const cause = error instanceof ModelFailure ? error.cause : error;
+  if (cause instanceof BusError) return cause.toInfo();
+  if (error instanceof ModelFailure) {
+    return { code: 'unavailable', message: 'the model could not be reached' };
+  }
   return { code: 'internal', message: 'the turn failed' };
 }

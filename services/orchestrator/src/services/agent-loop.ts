@@ -1,0 +1,306 @@
+import type { Bus } from '@jarvis/bus';
+import {
+  type ChatMessage,
+  ModelChatChunk,
+  type ModelChatResponse,
+  modelChat,
+  type ToolCall,
+  type TurnEvent,
+  type Usage,
+} from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import { insertStep, type NewStep, type StepTarget } from '../repositories/steps-repository';
+import { type AgentTool, type ToolContext, ToolInputError } from '../tools/agent-tool';
+
+export type LoopSettings = {
+  // Model calls per turn; tool results go back to the model until it answers or this is reached.
+  maxSteps: number;
+  toolTimeoutMs: number;
+  // The whole turn, every model and tool call included.
+  turnDeadlineMs: number;
+  // Characters of one tool result the model sees.
+  toolResultMaxChars: number;
+  // Output tokens of one model call, and of all the turn's calls together.
+  maxOutputTokens: number;
+  turnOutputTokenCap: number;
+  modelCallTimeoutMs: number;
+};
+
+export type LoopRun = {
+  id: string;
+  turnId: string;
+  userId: string;
+  conversationId: string;
+  userMessageId: string;
+};
+
+export type LoopResult = {
+  content: string;
+  provider: string;
+  model: string;
+  usage: Usage;
+  costUsd: number;
+  // Set when a guardrail ended the turn: what tripped.
+  guardrail?: string;
+};
+
+// A model error: final for the turn (model-gateway already retried and fell back).
+export class ModelFailure extends Error {
+  constructor(cause: unknown) {
+    super('model call failed', { cause });
+  }
+}
+
+export type StepRecorder = { record(step: NewStep): Promise<void>; count(): number };
+
+// Steps are numbered in the order they happen within one attempt of the run.
+export function createStepRecorder(pool: Pool, target: StepTarget): StepRecorder {
+  let seq = 0;
+  return {
+    async record(step) {
+      seq += 1;
+      await insertStep(pool, target, seq, step);
+    },
+    count: () => seq,
+  };
+}
+
+type LoopDeps = {
+  bus: Bus;
+  tools: AgentTool[];
+  settings: LoopSettings;
+  recorder: StepRecorder;
+  emit: (event: TurnEvent) => void;
+};
+
+// The tool loop: the model answers or asks for tools; their results (validated, time-limited,
+// capped) go back to it until it answers. Guardrails end a turn that runs too long, too many
+// steps, too many tokens, or in circles, with words the user can read.
+export async function runAgentLoop(
+  deps: LoopDeps,
+  run: LoopRun,
+  prompt: ChatMessage[],
+): Promise<LoopResult> {
+  const { settings } = deps;
+  const deadline = Date.now() + settings.turnDeadlineMs;
+  const byName = new Map(deps.tools.map((tool) => [tool.definition.name, tool]));
+  const definitions = deps.tools.map((tool) => tool.definition);
+  const messages = [...prompt];
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  const calls = new Map<string, number>();
+  let costUsd = 0;
+  let last: ModelChatResponse | undefined;
+  const stop = (guardrail: string, explanation: string): LoopResult => ({
+    content: [last?.content.trim(), explanation].filter(Boolean).join('\n\n'),
+    provider: last?.provider ?? 'none',
+    model: last?.model ?? 'none',
+    usage,
+    costUsd,
+    guardrail,
+  });
+
+  for (let step = 1; ; step++) {
+    if (step > settings.maxSteps) {
+      await tripped(deps, 'max_steps', { limit: settings.maxSteps });
+      return stop(
+        'max_steps',
+        `I stopped after ${settings.maxSteps} steps without finishing (that is the limit for one message). Ask me to go on if you want more.`,
+      );
+    }
+    const remaining = deadline - Date.now();
+    if (remaining < 1_000) {
+      await tripped(deps, 'deadline', { limitMs: settings.turnDeadlineMs });
+      return stop(
+        'deadline',
+        `I ran out of time for this message (the limit is ${Math.round(settings.turnDeadlineMs / 1_000)} s) before finishing.`,
+      );
+    }
+    last = await callModel(deps, run, messages, definitions, remaining);
+    usage.inputTokens += last.usage.inputTokens;
+    usage.outputTokens += last.usage.outputTokens;
+    costUsd += last.costUsd;
+    if (last.toolCalls.length === 0)
+      return { content: last.content, provider: last.provider, model: last.model, usage, costUsd };
+    if (usage.outputTokens >= settings.turnOutputTokenCap) {
+      await tripped(deps, 'output_tokens', { limit: settings.turnOutputTokenCap });
+      return stop(
+        'output_tokens',
+        `I stopped because this answer reached the limit of ${settings.turnOutputTokenCap} output tokens for one message.`,
+      );
+    }
+    messages.push({ role: 'assistant', content: last.content, toolCalls: last.toolCalls });
+    for (const call of last.toolCalls) {
+      const key = `${call.name}:${canonical(call.arguments)}`;
+      const seen = (calls.get(key) ?? 0) + 1;
+      calls.set(key, seen);
+      if (seen > 2) {
+        await tripped(deps, 'repeated_call', { tool: call.name });
+        return stop(
+          'repeated_call',
+          `I stopped because I kept repeating the same ${call.name} call without getting further.`,
+        );
+      }
+      const content =
+        seen === 2
+          ? 'You already made this exact call in this turn; its result is above. Use it, or try something else.'
+          : await callTool(deps, run, byName.get(call.name), call, deadline);
+      messages.push({ role: 'tool', toolCallId: call.id, content });
+    }
+  }
+}
+
+async function callModel(
+  deps: LoopDeps,
+  run: LoopRun,
+  messages: ChatMessage[],
+  tools: AgentTool['definition'][],
+  remainingMs: number,
+): Promise<ModelChatResponse> {
+  const startedAt = new Date();
+  const timeoutMs = Math.min(deps.settings.modelCallTimeoutMs, remainingMs);
+  let response: ModelChatResponse;
+  try {
+    response = await deps.bus.requestStreaming(
+      modelChat,
+      {
+        purpose: 'chat',
+        userId: run.userId,
+        messages,
+        ...(tools.length > 0 ? { tools } : {}),
+        maxTokens: deps.settings.maxOutputTokens,
+        deadlineMs: Math.max(timeoutMs - 500, 100),
+      },
+      ModelChatChunk,
+      (chunk) => {
+        if (chunk.type === 'delta') {
+          deps.emit({ type: 'delta', turnId: run.turnId, runId: run.id, text: chunk.text });
+        }
+      },
+      { timeoutMs },
+    );
+  } catch (error) {
+    await deps.recorder.record({
+      kind: 'model',
+      name: 'chat',
+      status: 'error',
+      input: { messages: messages.length, tools: tools.length },
+      error: error instanceof Error ? error.message : String(error),
+      startedAt,
+      durationMs: Date.now() - startedAt.getTime(),
+    });
+    throw new ModelFailure(error);
+  }
+  await deps.recorder.record({
+    kind: 'model',
+    name: `${response.provider}/${response.model}`,
+    status: 'ok',
+    input: { messages: messages.length, tools: tools.length },
+    output: {
+      finishReason: response.finishReason,
+      toolCalls: response.toolCalls.map((call) => call.name),
+      characters: response.content.length,
+      attempts: response.attempts,
+    },
+    inputTokens: response.usage.inputTokens,
+    outputTokens: response.usage.outputTokens,
+    costUsd: response.costUsd,
+    startedAt,
+    durationMs: Date.now() - startedAt.getTime(),
+  });
+  return response;
+}
+
+// One tool call, whatever happens: the model gets a result or an error it can act on, never an
+// exception. Results are data from outside, so they are capped and passed on as text.
+async function callTool(
+  deps: LoopDeps,
+  run: LoopRun,
+  tool: AgentTool | undefined,
+  call: ToolCall,
+  deadline: number,
+): Promise<string> {
+  const startedAt = new Date();
+  deps.emit({
+    type: 'tool_started',
+    turnId: run.turnId,
+    runId: run.id,
+    toolCallId: call.id,
+    name: call.name,
+    arguments: call.arguments,
+  });
+  const timeoutMs = Math.max(Math.min(deps.settings.toolTimeoutMs, deadline - Date.now()), 1);
+  const context: ToolContext = {
+    userId: run.userId,
+    conversationId: run.conversationId,
+    runId: run.id,
+    userMessageId: run.userMessageId,
+    timeoutMs,
+  };
+  let content: string;
+  let error: string | undefined;
+  try {
+    if (!tool) throw new ToolInputError(`there is no tool named ${call.name}`);
+    const result = await withTimeout(tool.run(call.arguments, context), timeoutMs, call.name);
+    content = cap(JSON.stringify(result ?? null), deps.settings.toolResultMaxChars);
+  } catch (failure) {
+    error = failure instanceof Error ? failure.message : String(failure);
+    const prefix = failure instanceof ToolInputError ? 'invalid arguments' : 'the tool failed';
+    content = JSON.stringify({ error: `${prefix}: ${error}` });
+  }
+  const durationMs = Date.now() - startedAt.getTime();
+  await deps.recorder.record({
+    kind: 'tool',
+    name: call.name,
+    status: error === undefined ? 'ok' : 'error',
+    input: call.arguments,
+    output: { result: cap(content, 500) },
+    ...(error === undefined ? {} : { error }),
+    startedAt,
+    durationMs,
+  });
+  deps.emit({
+    type: 'tool_finished',
+    turnId: run.turnId,
+    runId: run.id,
+    toolCallId: call.id,
+    name: call.name,
+    isError: error !== undefined,
+    durationMs,
+  });
+  return content;
+}
+
+async function tripped(deps: LoopDeps, name: string, output: Record<string, unknown>) {
+  await deps.recorder.record({
+    kind: 'guardrail',
+    name,
+    status: 'error',
+    output,
+    startedAt: new Date(),
+    durationMs: 0,
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, name: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function cap(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… [${text.length - max} more characters cut]`;
+}
+
+// Same arguments in another key order are the same call.
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,52 @@
+import { BusError } from '@jarvis/bus';
+import type {
+  RunSummary,
+  RunsGetRequest,
+  RunsGetResponse,
+  RunsListRequest,
+  RunsListResponse,
+} from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import type { z } from 'zod';
+import { findUserRun, listRunSteps, listUserRuns } from '../repositories/runs-query-repository';
+
+type ListRequest = z.output<typeof RunsListRequest>;
+type GetRequest = z.output<typeof RunsGetRequest>;
+
+// The cursor is a createdAt, to the millisecond, while Postgres keeps microseconds: a page ending
+// inside a millisecond would make the next one (created before it) skip the rest of it. So a full
+// page stops before the millisecond it shares with the first run left out.
+function endOnWholeMillisecond(runs: RunSummary[], limit: number): RunSummary[] {
+  const next = runs[limit];
+  if (!next) return runs;
+  const page = runs.slice(0, limit);
+  const whole = page.filter((run) => run.createdAt !== next.createdAt);
+  // More than a page of runs in one millisecond: the page can only cut it.
+  return whole.length > 0 ? whole : page;
+}
+
+export async function listRuns(pool: Pool, request: ListRequest): Promise<RunsListResponse> {
+  // One more than asked: whether it exists tells if another page follows.
+  const found = await listUserRuns(
+    pool,
+    {
+      userId: request.userId,
+      before: request.before ? new Date(request.before) : undefined,
+      conversationId: request.conversationId,
+      status: request.status,
+    },
+    request.limit + 1,
+  );
+  const runs = endOnWholeMillisecond(found, request.limit);
+  const last = runs.at(-1);
+  if (found.length <= request.limit || !last) return { runs };
+  return { runs, nextBefore: last.createdAt };
+}
+
+export async function getRun(pool: Pool, request: GetRequest): Promise<RunsGetResponse> {
+  const run = await findUserRun(pool, request.userId, request.id);
+  // A missing run and another user's answer the same, so ids never leak.
+  if (!run) throw new BusError('not_found', 'run not found');
+  const steps = await listRunSteps(pool, request.userId, run.id);
+  return { run: { ...run, steps } };
+}

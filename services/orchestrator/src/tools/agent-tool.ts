@@ -1,0 +1,26 @@
+import type { ToolDefinition } from '@jarvis/contracts';
+
+export type ToolContext = {
+  userId: string;
+  conversationId: string;
+  runId: string;
+  // The message that started the turn: provenance of what the tools store.
+  userMessageId: string;
+  timeoutMs: number;
+};
+
+// A tool the model may call: its JSON Schema goes to the model; `run` validates the arguments
+// itself (the model's output is never trusted) and throws ToolInputError when they are wrong.
+export type AgentTool = {
+  definition: Required<ToolDefinition>;
+  risk: 'safe' | 'risky';
+  run(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
+};
+
+// Arguments the model got wrong: its message goes back to the model so it can correct them.
+export class ToolInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolInputError';
+  }
+}

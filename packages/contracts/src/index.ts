@@ -19,6 +19,7 @@ export * from './memory-search';
 export * from './model-chat';
 export * from './model-embed';
 export * from './model-usage';
+export * from './orchestrator-approvals';
 export * from './orchestrator-runs';
 export * from './orchestrator-turns-submit';
 export * from './scheduler-jobs-list';

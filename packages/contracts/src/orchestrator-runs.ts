@@ -9,7 +9,8 @@ import { ErrorInfo } from './errors';
 export const RUN_LIST_MAX_LIMIT = 100;
 export const RUN_LIST_DEFAULT_LIMIT = 20;
 
-export const RunStatus = z.enum(['queued', 'running', 'completed', 'failed']);
+// waiting_approval: paused on a risky tool call until its user approves, denies, or it expires.
+export const RunStatus = z.enum(['queued', 'running', 'waiting_approval', 'completed', 'failed']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
 export const RunStepKind = z.enum(['recall', 'model', 'tool', 'guardrail', 'error']);

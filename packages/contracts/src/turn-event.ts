@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, Usage } from './common';
 import { ErrorInfo } from './errors';
+import { ApprovalRequest } from './orchestrator-approvals';
 
 export const TurnDone = z.object({
   type: z.literal('done'),
@@ -13,6 +14,8 @@ export const TurnDone = z.object({
     content: z.string(),
   }),
   usage: Usage,
+  // Set when the run paused on a risky tool call: the reply asks the user to decide.
+  approval: ApprovalRequest.optional(),
 });
 export type TurnDone = z.infer<typeof TurnDone>;
 

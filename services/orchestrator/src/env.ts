@@ -32,6 +32,27 @@ const Env = z.object({
   // Output tokens of one model call, and of all the calls of one turn.
   MODEL_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(16).max(64_000).default(4_096),
   TURN_OUTPUT_TOKEN_CAP: z.coerce.number().int().min(16).default(16_000),
+  // Tools that wait for the user's approval before they run (comma-separated names).
+  APPROVAL_TOOLS: z
+    .string()
+    .default('memory_delete,forget')
+    .transform(
+      (value) =>
+        new Set(
+          value
+            .split(',')
+            .map((name) => name.trim())
+            .filter(Boolean),
+        ),
+    ),
+  // How long an approval waits for its user; then the run goes on without the call.
+  APPROVAL_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(24 * 3600_000),
+  // How often expired approvals are looked for.
+  APPROVAL_SWEEP_MS: z.coerce.number().int().min(100).default(10_000),
 });
 export type Env = z.infer<typeof Env>;
 

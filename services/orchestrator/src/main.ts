@@ -4,6 +4,7 @@ import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
+import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
 import { loadEnv } from './env';
 import { registerHandlers, startTurnWorker } from './handlers';
 import { registerRunHandlers } from './runs-handlers';
@@ -45,6 +46,8 @@ try {
   await ensureWorkQueue(bus, turnRequested, queue);
   registerHandlers(bus, pool);
   registerRunHandlers(bus, pool);
+  registerApprovalHandlers(bus, pool);
+  const sweeper = startApprovalSweeper(bus, pool, env.APPROVAL_SWEEP_MS);
   const worker = await startTurnWorker(
     {
       bus,
@@ -53,7 +56,8 @@ try {
       logger,
       historyLimit: env.HISTORY_LIMIT,
       contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
-      tools: createMemoryTools(bus),
+      tools: createMemoryTools(bus, env.APPROVAL_TOOLS),
+      approvalTtlMs: env.APPROVAL_TTL_MS,
       loop: {
         maxSteps: env.MAX_STEPS_PER_TURN,
         toolTimeoutMs: env.TOOL_TIMEOUT_MS,
@@ -82,6 +86,7 @@ try {
     dependencyLossExitMs: env.DEPENDENCY_LOSS_EXIT_MS,
     // Finish the turns in hand before closing what they use.
     onStop: async () => {
+      sweeper.stop();
       await worker.stop();
       await bus.close();
       await pool.end();

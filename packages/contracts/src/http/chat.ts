@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, MESSAGE_MAX_CHARS, Usage } from '../common';
+import { ApprovalRequest } from '../orchestrator-approvals';
 
 // POST /v1/chat
 export const ChatRequest = z.strictObject({
@@ -13,5 +14,7 @@ export const ChatResponse = z.object({
   runId: Id,
   reply: z.object({ role: z.literal('assistant'), content: z.string() }),
   usage: Usage,
+  // The turn paused on a risky tool call: decide with POST /v1/approvals/{id}.
+  approval: ApprovalRequest.optional(),
 });
 export type ChatResponse = z.infer<typeof ChatResponse>;

@@ -7,6 +7,7 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import type { Principal } from '../repositories/users-repository';
 import { authenticate, createUser, requireScope } from '../services/api-keys';
 import { runChatTurn } from '../services/chat';
+import { createApprovalsRouter } from './approvals-router';
 import { createConversationsRouter } from './conversations-router';
 import { createDocumentsRouter } from './documents-router';
 import { createExportRouter } from './export-router';
@@ -41,6 +42,7 @@ export function createApiRouter(deps: ApiDeps): Router {
   router.use('/memory', createMemoryRouter(deps));
   router.use('/usage', createUsageRouter(deps));
   router.use('/runs', createRunsRouter(deps));
+  router.use('/approvals', createApprovalsRouter(deps));
 
   router.post('/admin/users', async (req, res) => {
     const principal = await authenticate(deps.pool, req.get('authorization'));

@@ -115,7 +115,8 @@ export async function routeChat(
         (timeoutMs) => answerWith(deps, job, provider, target, timeoutMs),
       );
       const costUsd = costOf(target.info, result.usage.inputTokens, result.usage.outputTokens);
-      await deps.meter.record({
+      // Not awaited: the answer need not wait for the accounting (see UsageMeter.record).
+      void deps.meter.record({
         // Per call, not per request: a caller may reuse its requestId for a retry.
         id: randomUUID(),
         ...(request.userId ? { userId: request.userId } : {}),

@@ -52,7 +52,8 @@ export async function routeEmbed(deps: EmbedDeps, request: Request): Promise<Mod
     try {
       const result = await embedWith(deps, provider, target, request.texts, { deadline, signal });
       deps.cooldown.recordSuccess(target.provider);
-      await deps.meter.record({
+      // Not awaited: the answer need not wait for the accounting (see UsageMeter.record).
+      void deps.meter.record({
         id: crypto.randomUUID(),
         ...(request.userId ? { userId: request.userId } : {}),
         provider: target.provider,

@@ -17,7 +17,8 @@ export type UsageMeter = {
   // after the call, so calls already running when one runs out may finish past it.
   admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
   // After a call: counts it against the user's day in Redis and publishes its usage event for
-  // the rollup. Never throws: the answer must not fail because accounting did. What does not
+  // the rollup. The Redis count is sent at once, before the promise settles, so a later admit on
+  // the same connection sees it even when the caller does not wait. Never throws: the answer must not fail because accounting did. What does not
   // land at once is retried in the background until it does, and logged at error if it never
   // does (overflow, shutdown), with the whole event, so no usage is lost silently.
   record(event: UsageEvent): Promise<void>;
@@ -58,6 +59,8 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   let timer: NodeJS.Timeout | undefined;
   let retrying: Promise<void> | undefined;
   let isStopped = false;
+  // Recordings not yet landed: callers need not wait for them, stop() does.
+  const inflight = new Set<Promise<void>>();
 
   async function attempt(item: Pending): Promise<void> {
     item.attempts += 1;
@@ -184,14 +187,18 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
         attempts: 0,
         nextAttemptAt: 0,
       };
-      await attempt(item);
-      if (isDone(item)) return;
-      if (isStopped) logLost(item);
-      else hold(item);
+      const work = attempt(item).then(() => {
+        if (isDone(item)) return;
+        if (isStopped) logLost(item);
+        else hold(item);
+      });
+      inflight.add(work);
+      await work.finally(() => inflight.delete(work));
     },
 
     async stop() {
       isStopped = true;
+      await Promise.all(inflight);
       clearTimeout(timer);
       timer = undefined;
       await retrying;

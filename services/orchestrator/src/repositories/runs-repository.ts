@@ -1,8 +1,8 @@
 import { BusError } from '@jarvis/bus';
 import type { ErrorInfo, Usage } from '@jarvis/contracts';
-import type { Pool } from '@jarvis/db';
+import type { Pool, Queryable } from '@jarvis/db';
 
-type RunStatus = 'queued' | 'running' | 'completed' | 'failed';
+type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'completed' | 'failed';
 
 export type Run = {
   id: string;
@@ -92,13 +92,19 @@ export async function findRunByTurn(
   return rows[0] ? toRun(rows[0]) : undefined;
 }
 
-export async function markRunStarted(db: Pool, runId: string): Promise<void> {
-  await db.query(
+// Counts an attempt and returns its number: a first delivery, a redelivery after a crash, or
+// a paused run going on after its approval was decided.
+export async function markRunStarted(db: Pool, runId: string): Promise<number> {
+  const { rows } = await db.query<{ attempts: number }>(
     `UPDATE orchestrator.runs
      SET status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
-     WHERE id = $1 AND status IN ('queued', 'running')`,
+     WHERE id = $1 AND status IN ('queued', 'running', 'waiting_approval')
+     RETURNING attempts`,
     [runId],
   );
+  const attempts = rows[0]?.attempts;
+  if (attempts === undefined) throw new Error(`run ${runId} cannot start: it has finished`);
+  return attempts;
 }
 
 export type RunCompletion = {
@@ -138,4 +144,39 @@ export async function markRunFailed(db: Pool, runId: string, error: ErrorInfo): 
      WHERE id = $1`,
     [runId, error.code, error.message],
   );
+}
+
+// Paused on a risky tool call: the reply asks the user to decide.
+export async function markRunWaiting(
+  db: Queryable,
+  runId: string,
+  completion: RunCompletion,
+): Promise<void> {
+  await db.query(
+    `UPDATE orchestrator.runs
+     SET status = 'waiting_approval', reply_message_id = $2, reply_content = $3, provider = $4,
+         model = $5, input_tokens = $6, output_tokens = $7
+     WHERE id = $1`,
+    [
+      runId,
+      completion.replyMessageId,
+      completion.replyContent,
+      completion.provider,
+      completion.model,
+      completion.usage.inputTokens,
+      completion.usage.outputTokens,
+    ],
+  );
+}
+
+export async function findRunById(
+  db: Pool,
+  userId: string,
+  runId: string,
+): Promise<Run | undefined> {
+  const { rows } = await db.query<RunRow>(
+    'SELECT * FROM orchestrator.runs WHERE id = $1 AND user_id = $2',
+    [runId, userId],
+  );
+  return rows[0] ? toRun(rows[0]) : undefined;
 }

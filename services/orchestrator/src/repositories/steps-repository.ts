@@ -55,11 +55,11 @@ export async function insertStep(
 export async function recordRunTotals(
   db: Pool,
   runId: string,
-  totals: { context: Record<string, unknown>; costUsd: number },
+  totals: { context?: Record<string, unknown>; costUsd: number },
 ): Promise<void> {
-  await db.query('UPDATE orchestrator.runs SET context = $2, cost_usd = $3 WHERE id = $1', [
-    runId,
-    totals.context,
-    totals.costUsd,
-  ]);
+  // A resumed run keeps the context its first attempt recorded.
+  await db.query(
+    'UPDATE orchestrator.runs SET context = coalesce($2, context), cost_usd = $3 WHERE id = $1',
+    [runId, totals.context ?? null, totals.costUsd],
+  );
 }

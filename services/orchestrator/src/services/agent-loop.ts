@@ -1,14 +1,15 @@
 import type { Bus } from '@jarvis/bus';
 import {
-  type ChatMessage,
+  ChatMessage,
   ModelChatChunk,
   type ModelChatResponse,
   modelChat,
-  type ToolCall,
+  ToolCall,
   type TurnEvent,
-  type Usage,
+  Usage,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
+import { z } from 'zod';
 import { insertStep, type NewStep, type StepTarget } from '../repositories/steps-repository';
 import { type AgentTool, type ToolContext, ToolInputError } from '../tools/agent-tool';
 
@@ -42,7 +43,31 @@ export type LoopResult = {
   costUsd: number;
   // Set when a guardrail ended the turn: what tripped.
   guardrail?: string;
+  // Set when a risky tool call waits for the user: the call, and the loop to go on with.
+  paused?: { call: ToolCall; state: LoopState };
 };
+
+// Where the loop stands: enough to go on later, after a restart (it is stored as JSON with the
+// approval it waits for, and checked when read back).
+export const LoopStateSchema = z.object({
+  messages: z.array(ChatMessage),
+  // Tool calls of the model's last answer not yet run, in order.
+  pending: z.array(ToolCall),
+  usage: Usage,
+  costUsd: z.number().nonnegative(),
+  steps: z.number().int().nonnegative(),
+  // How often each call (tool and arguments) was made.
+  calls: z.record(z.string(), z.number().int()),
+  last: z.object({ content: z.string(), provider: z.string(), model: z.string() }).optional(),
+});
+type LoopState = z.infer<typeof LoopStateSchema>;
+
+export type LoopStart =
+  | { prompt: ChatMessage[] }
+  | {
+      state: LoopState;
+      decision: { toolCallId: string; status: 'approved' | 'denied' | 'expired' };
+    };
 
 // A model error: final for the turn (model-gateway already retried and fell back).
 export class ModelFailure extends Error {
@@ -75,32 +100,76 @@ type LoopDeps = {
 
 // The tool loop: the model answers or asks for tools; their results (validated, time-limited,
 // capped) go back to it until it answers. Guardrails end a turn that runs too long, too many
-// steps, too many tokens, or in circles, with words the user can read.
+// steps, too many tokens, or in circles, with words the user can read. A risky tool call pauses
+// the loop until its user decides; the loop then starts again from its saved state.
 export async function runAgentLoop(
   deps: LoopDeps,
   run: LoopRun,
-  prompt: ChatMessage[],
+  start: LoopStart,
 ): Promise<LoopResult> {
   const { settings } = deps;
   const deadline = Date.now() + settings.turnDeadlineMs;
   const byName = new Map(deps.tools.map((tool) => [tool.definition.name, tool]));
   const definitions = deps.tools.map((tool) => tool.definition);
-  const messages = [...prompt];
-  const usage = { inputTokens: 0, outputTokens: 0 };
-  const calls = new Map<string, number>();
-  let costUsd = 0;
-  let last: ModelChatResponse | undefined;
-  const stop = (guardrail: string, explanation: string): LoopResult => ({
-    content: [last?.content.trim(), explanation].filter(Boolean).join('\n\n'),
-    provider: last?.provider ?? 'none',
-    model: last?.model ?? 'none',
-    usage,
-    costUsd,
-    guardrail,
+  const state: LoopState =
+    'prompt' in start
+      ? {
+          messages: [...start.prompt],
+          pending: [],
+          usage: { inputTokens: 0, outputTokens: 0 },
+          costUsd: 0,
+          steps: 0,
+          calls: {},
+        }
+      : structuredClone(start.state);
+  const decision = 'decision' in start ? start.decision : undefined;
+  const result = (content: string, extra: Partial<LoopResult> = {}): LoopResult => ({
+    content,
+    provider: state.last?.provider ?? 'none',
+    model: state.last?.model ?? 'none',
+    usage: state.usage,
+    costUsd: state.costUsd,
+    ...extra,
   });
+  const stop = (guardrail: string, explanation: string): LoopResult =>
+    result([state.last?.content.trim(), explanation].filter(Boolean).join('\n\n'), { guardrail });
 
-  for (let step = 1; ; step++) {
-    if (step > settings.maxSteps) {
+  for (;;) {
+    while (state.pending.length > 0) {
+      const call = state.pending[0] as ToolCall;
+      const decided = decision?.toolCallId === call.id ? decision.status : undefined;
+      if (byName.get(call.name)?.risk === 'risky' && decided === undefined) {
+        return result(askApproval(call), { paused: { call, state } });
+      }
+      state.pending.shift();
+      const key = `${call.name}:${canonical(call.arguments)}`;
+      const seen = (state.calls[key] ?? 0) + 1;
+      state.calls[key] = seen;
+      if (seen > 2) {
+        await tripped(deps, 'repeated_call', { tool: call.name });
+        return stop(
+          'repeated_call',
+          `I stopped because I kept repeating the same ${call.name} call without getting further.`,
+        );
+      }
+      let content: string;
+      if (decided === 'denied' || decided === 'expired') {
+        content = JSON.stringify({
+          error:
+            decided === 'denied'
+              ? 'The user denied this call. Do not try it again; answer without it.'
+              : 'The user did not approve this call in time. Answer without it.',
+        });
+      } else if (seen === 2) {
+        content =
+          'You already made this exact call in this turn; its result is above. Use it, or try something else.';
+      } else {
+        content = await callTool(deps, run, byName.get(call.name), call, deadline);
+      }
+      state.messages.push({ role: 'tool', toolCallId: call.id, content });
+    }
+
+    if (state.steps >= settings.maxSteps) {
       await tripped(deps, 'max_steps', { limit: settings.maxSteps });
       return stop(
         'max_steps',
@@ -115,38 +184,31 @@ export async function runAgentLoop(
         `I ran out of time for this message (the limit is ${Math.round(settings.turnDeadlineMs / 1_000)} s) before finishing.`,
       );
     }
-    last = await callModel(deps, run, messages, definitions, remaining);
-    usage.inputTokens += last.usage.inputTokens;
-    usage.outputTokens += last.usage.outputTokens;
-    costUsd += last.costUsd;
-    if (last.toolCalls.length === 0)
-      return { content: last.content, provider: last.provider, model: last.model, usage, costUsd };
-    if (usage.outputTokens >= settings.turnOutputTokenCap) {
+    state.steps += 1;
+    const answer = await callModel(deps, run, state.messages, definitions, remaining);
+    state.usage.inputTokens += answer.usage.inputTokens;
+    state.usage.outputTokens += answer.usage.outputTokens;
+    state.costUsd += answer.costUsd;
+    state.last = { content: answer.content, provider: answer.provider, model: answer.model };
+    if (answer.toolCalls.length === 0) return result(answer.content);
+    if (state.usage.outputTokens >= settings.turnOutputTokenCap) {
       await tripped(deps, 'output_tokens', { limit: settings.turnOutputTokenCap });
       return stop(
         'output_tokens',
         `I stopped because this answer reached the limit of ${settings.turnOutputTokenCap} output tokens for one message.`,
       );
     }
-    messages.push({ role: 'assistant', content: last.content, toolCalls: last.toolCalls });
-    for (const call of last.toolCalls) {
-      const key = `${call.name}:${canonical(call.arguments)}`;
-      const seen = (calls.get(key) ?? 0) + 1;
-      calls.set(key, seen);
-      if (seen > 2) {
-        await tripped(deps, 'repeated_call', { tool: call.name });
-        return stop(
-          'repeated_call',
-          `I stopped because I kept repeating the same ${call.name} call without getting further.`,
-        );
-      }
-      const content =
-        seen === 2
-          ? 'You already made this exact call in this turn; its result is above. Use it, or try something else.'
-          : await callTool(deps, run, byName.get(call.name), call, deadline);
-      messages.push({ role: 'tool', toolCallId: call.id, content });
-    }
+    state.messages.push({
+      role: 'assistant',
+      content: answer.content,
+      toolCalls: answer.toolCalls,
+    });
+    state.pending = [...answer.toolCalls];
   }
+}
+
+function askApproval(call: ToolCall): string {
+  return `I'd like to run ${call.name} with ${JSON.stringify(call.arguments)}. It needs your approval: approve or deny it, and I'll go on.`;
 }
 
 async function callModel(

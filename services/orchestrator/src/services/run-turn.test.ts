@@ -52,6 +52,7 @@ beforeAll(async () => {
     contextTokenBudget: 8_000,
     historyLimit: 50,
     tools: [],
+    approvalTtlMs: 60_000,
     loop: {
       maxSteps: 4,
       toolTimeoutMs: 1_000,
@@ -277,7 +278,7 @@ describe('runs repository', () => {
       usage: { inputTokens: 12, outputTokens: 2 },
     });
 
-    await markRunStarted(db.pool, run.id);
+    await expect(markRunStarted(db.pool, run.id)).rejects.toThrow(/has finished/);
 
     expect(await findRunByTurn(db.pool, run.userId, run.turnId)).toMatchObject({
       status: 'completed',

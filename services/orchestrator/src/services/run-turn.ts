@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Bus, BusError, type Outcome, publishWork } from '@jarvis/bus';
 import {
   type ErrorInfo,
@@ -10,20 +11,35 @@ import {
   type TurnRequested,
   turnEventSubject,
 } from '@jarvis/contracts';
-import type { Pool } from '@jarvis/db';
+import { type Pool, withTransaction } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { tryLockConversation } from '../conversation-lock';
+import {
+  findApproval,
+  findLatestApproval,
+  insertApproval,
+  type StoredApproval,
+} from '../repositories/approvals-repository';
 import {
   findRunByTurn,
   markRunCompleted,
   markRunFailed,
   markRunStarted,
+  markRunWaiting,
   type Run,
 } from '../repositories/runs-repository';
 import { recordRunTotals } from '../repositories/steps-repository';
 import type { AgentTool } from '../tools/agent-tool';
-import { createStepRecorder, type LoopSettings, ModelFailure, runAgentLoop } from './agent-loop';
+import {
+  createStepRecorder,
+  type LoopResult,
+  type LoopSettings,
+  LoopStateSchema,
+  ModelFailure,
+  runAgentLoop,
+  type StepRecorder,
+} from './agent-loop';
 import { buildPrompt } from './build-prompt';
 
 export type TurnDeps = {
@@ -39,6 +55,8 @@ export type TurnDeps = {
   maxDeliver: number;
   tools: AgentTool[];
   loop: LoopSettings;
+  // How long a risky tool call waits for its user before it counts as not approved.
+  approvalTtlMs: number;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -54,9 +72,21 @@ export async function runTurn(
     deps.logger.error({ turnId: turn.turnId }, 'turn has no run; dropping');
     return { type: 'drop' };
   }
-  // A redelivered turn that already finished only needs its outcome announced again.
-  if (run.status === 'completed' || run.status === 'failed') {
-    announce(deps.bus, toEvent(run));
+  // A resume goes on only from the approval the run last paused on; anything else (a turn that
+  // already finished or paused, a stale resume) only needs its outcome announced again.
+  const approval = turn.approvalId
+    ? await findApproval(deps.pool, run.userId, turn.approvalId)
+    : undefined;
+  const latest = await findLatestApproval(deps.pool, run.id);
+  const canResume =
+    approval !== undefined &&
+    approval.status !== 'pending' &&
+    latest?.id === approval.id &&
+    (run.status === 'waiting_approval' || run.status === 'running');
+  const isDone =
+    run.status === 'completed' || run.status === 'failed' || run.status === 'waiting_approval';
+  if (turn.approvalId ? !canResume : isDone) {
+    announce(deps.bus, toEvent(run, latest));
     return { type: 'ack' };
   }
 
@@ -79,8 +109,11 @@ export async function runTurn(
     Math.max(deps.lockLeaseMs / 3, 100),
   );
   try {
-    await markRunStarted(deps.pool, run.id);
-    const event = await answer(deps, run);
+    const attempt = await markRunStarted(deps.pool, run.id);
+    const event =
+      approval && canResume
+        ? await resume(deps, run, attempt, approval)
+        : await answer(deps, run, attempt);
     announce(deps.bus, event);
     return { type: 'ack' };
   } catch (error) {
@@ -107,13 +140,8 @@ export async function runTurn(
   }
 }
 
-async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
-  // markRunStarted has just counted this attempt.
-  const recorder = createStepRecorder(deps.pool, {
-    runId: run.id,
-    userId: run.userId,
-    attempt: run.attempts + 1,
-  });
+async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEvent> {
+  const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt });
   const recallStarted = new Date();
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
@@ -140,48 +168,110 @@ async function answer(deps: TurnDeps, run: Run): Promise<TurnEvent> {
     startedAt: recallStarted,
     durationMs: Date.now() - recallStarted.getTime(),
   });
-  const result = await runAgentLoop(
-    {
-      bus: deps.bus,
-      tools: deps.tools,
-      settings: deps.loop,
-      recorder,
-      emit: (event) => announce(deps.bus, event),
-    },
-    run,
-    buildPrompt(recall, new Date()),
-  );
+  const result = await runAgentLoop(loopDeps(deps, recorder), run, {
+    prompt: buildPrompt(recall, new Date()),
+  });
+  await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
   // so a conversation never shows two replies to one message.
+  return finish(deps, run, result, `turn:${run.turnId}:reply`, [
+    ...recall.relevant.map((item) => item.id),
+    ...recall.profile.map((fact) => fact.id),
+  ]);
+}
+
+// The run goes on from where it paused, with the user's decision on the call it paused on.
+async function resume(
+  deps: TurnDeps,
+  run: Run,
+  attempt: number,
+  approval: StoredApproval,
+): Promise<TurnEvent> {
+  const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt });
+  const state = LoopStateSchema.parse(approval.loopState);
+  const result = await runAgentLoop(loopDeps(deps, recorder), run, {
+    state,
+    // A pending approval never gets here (runTurn checks); counted as not approved if it did.
+    decision: {
+      toolCallId: approval.toolCallId,
+      status: approval.status === 'pending' ? 'expired' : approval.status,
+    },
+  });
+  await recordRunTotals(deps.pool, run.id, { costUsd: result.costUsd });
+  return finish(deps, run, result, `approval:${approval.id}:reply`, []);
+}
+
+function loopDeps(deps: TurnDeps, recorder: StepRecorder) {
+  return {
+    bus: deps.bus,
+    tools: deps.tools,
+    settings: deps.loop,
+    recorder,
+    emit: (event: TurnEvent) => announce(deps.bus, event),
+  };
+}
+
+// Stores the reply; then the run is complete, or paused on an approval the reply asks for.
+async function finish(
+  deps: TurnDeps,
+  run: Run,
+  result: LoopResult,
+  replyKey: string,
+  recalledIds: string[],
+): Promise<TurnEvent> {
   const { message } = await deps.bus.request(memoryAppend, {
     userId: run.userId,
     conversationId: run.conversationId,
     role: 'assistant',
     content: result.content,
-    idempotencyKey: `turn:${run.turnId}:reply`,
+    idempotencyKey: replyKey,
   });
-  await recordRunTotals(deps.pool, run.id, {
-    context,
-    costUsd: result.costUsd,
-  });
-  await markRunCompleted(deps.pool, run.id, {
+  const completion = {
     replyMessageId: message.id,
     replyContent: message.content,
     provider: result.provider,
     model: result.model,
     usage: result.usage,
-  });
-  await requestExtraction(deps, run, message.id, [
-    ...recall.relevant.map((item) => item.id),
-    ...recall.profile.map((fact) => fact.id),
-  ]);
-  return {
-    type: 'done',
+  };
+  const done = {
+    type: 'done' as const,
     turnId: run.turnId,
     runId: run.id,
     conversationId: run.conversationId,
-    reply: { id: message.id, role: 'assistant', content: message.content },
+    reply: { id: message.id, role: 'assistant' as const, content: message.content },
     usage: result.usage,
+  };
+  const paused = result.paused;
+  if (paused) {
+    const approval = await withTransaction(deps.pool, async (db) => {
+      const stored = await insertApproval(db, {
+        id: randomUUID(),
+        runId: run.id,
+        turnId: run.turnId,
+        userId: run.userId,
+        conversationId: run.conversationId,
+        toolCallId: paused.call.id,
+        toolName: paused.call.name,
+        arguments: paused.call.arguments,
+        loopState: paused.state,
+        ttlMs: deps.approvalTtlMs,
+      });
+      await markRunWaiting(db, run.id, completion);
+      return stored;
+    });
+    return { ...done, approval: approvalRequest(approval) };
+  }
+  await markRunCompleted(deps.pool, run.id, completion);
+  await requestExtraction(deps, run, message.id, recalledIds);
+  return done;
+}
+
+function approvalRequest(approval: StoredApproval) {
+  return {
+    id: approval.id,
+    toolName: approval.toolName,
+    arguments: approval.arguments,
+    expiresAt: approval.expiresAt,
   };
 }
 
@@ -217,8 +307,8 @@ function announce(bus: Bus, event: TurnEvent): void {
   bus.publish(turnEventSubject(event.turnId), TurnEventSchema, event);
 }
 
-function toEvent(run: Run): TurnEvent {
-  if (run.status === 'completed' && run.replyMessageId && run.replyContent !== null) {
+function toEvent(run: Run, latest: StoredApproval | undefined): TurnEvent {
+  if (run.status !== 'failed' && run.replyMessageId && run.replyContent !== null) {
     return {
       type: 'done',
       turnId: run.turnId,
@@ -226,6 +316,7 @@ function toEvent(run: Run): TurnEvent {
       conversationId: run.conversationId,
       reply: { id: run.replyMessageId, role: 'assistant', content: run.replyContent },
       usage: run.usage,
+      ...(run.status === 'waiting_approval' && latest ? { approval: approvalRequest(latest) } : {}),
     };
   }
   return {

@@ -96,6 +96,10 @@ const MEMORY_TOOLS = [
   ),
 ];
 
-export function createMemoryTools(bus: Bus): AgentTool[] {
-  return MEMORY_TOOLS.map((make) => make(bus));
+// `risky`: the names of the tools that wait for the user's approval (APPROVAL_TOOLS).
+export function createMemoryTools(bus: Bus, risky: Set<string>): AgentTool[] {
+  return MEMORY_TOOLS.map((make) => {
+    const tool = make(bus);
+    return risky.has(tool.definition.name) ? { ...tool, risk: 'risky' as const } : tool;
+  });
 }

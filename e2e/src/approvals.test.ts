@@ -1,0 +1,173 @@
+import { ChatResponse } from '@jarvis/contracts';
+import { waitFor } from '@jarvis/testkit';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isTurnRequest, sentMessages } from './fake-requests';
+import { type StackFixture, startStackFixture } from './stack-fixture';
+
+// Deleting a memory file is a risky tool (APPROVAL_TOOLS): the run pauses until its user
+// decides, across restarts, or until the approval expires.
+const TTL_MS = 8_000;
+
+describe('approvals', () => {
+  let fixture: StackFixture;
+  let key: string;
+  let userId: string;
+  let db: pg.Client;
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  const writeNote = (path: string) =>
+    call('PUT', '/v1/memory/files/content', { path, content: 'old things' });
+  const noteExists = async (path: string) =>
+    (await call('GET', `/v1/memory/files/content?path=${path}`)).status === 200;
+
+  // Asks to delete the note; then answers from what the tool call came back with.
+  const askToDelete = async (path: string) => {
+    fixture.fake.onChat((request) => {
+      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
+      const result = sentMessages(request).find((message) => message.role === 'tool');
+      if (!result) return { toolCalls: [{ name: 'memory_delete', arguments: { path } }] };
+      if (result.content.includes('denied')) return { content: 'OK, I left it.' };
+      if (result.content.includes('in time')) return { content: 'No answer, so I kept it.' };
+      return { content: 'Deleted.' };
+    });
+    const response = await fixture.chat(key, { message: `Delete ${path}` });
+    expect(response.status).toBe(200);
+    return ChatResponse.parse(await response.json());
+  };
+
+  const lastReply = async () => {
+    const { rows } = await db.query<{ content: string }>(
+      `SELECT content FROM memory.messages WHERE user_id = $1 AND role = 'assistant'
+       ORDER BY seq DESC LIMIT 1`,
+      [userId],
+    );
+    return rows[0]?.content;
+  };
+
+  beforeAll(async () => {
+    fixture = await startStackFixture({
+      APPROVAL_TTL_MS: String(TTL_MS),
+      APPROVAL_SWEEP_MS: '250',
+    });
+    const user = await fixture.createUser('amos');
+    key = user.apiKey;
+    userId = user.user.id;
+    db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await db.connect();
+  });
+
+  afterAll(async () => {
+    await db?.end();
+    await fixture?.close();
+  });
+
+  it('pauses on a risky call, and runs it once approved', async () => {
+    await writeNote('notes/a.md');
+
+    const paused = await askToDelete('notes/a.md');
+
+    expect(paused.reply.content).toMatch(/I'd like to run memory_delete .* needs your approval/);
+    expect(paused.approval).toMatchObject({
+      toolName: 'memory_delete',
+      arguments: { path: 'notes/a.md' },
+    });
+    expect(await noteExists('notes/a.md')).toBe(true);
+    const pending = await call('GET', '/v1/approvals');
+    expect(pending.body.approvals).toEqual([
+      expect.objectContaining({ id: paused.approval?.id, status: 'pending' }),
+    ]);
+    expect((await call('GET', `/v1/runs/${paused.runId}`)).body.run).toMatchObject({
+      status: 'waiting_approval',
+    });
+
+    const decided = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'approve',
+    });
+
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({
+      approval: { status: 'approved' },
+      reply: { content: 'Deleted.' },
+      runId: paused.runId,
+    });
+    expect(await noteExists('notes/a.md')).toBe(false);
+    expect((await call('GET', `/v1/runs/${paused.runId}`)).body.run).toMatchObject({
+      status: 'completed',
+    });
+    const again = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'deny',
+    });
+    expect(again.status).toBe(409);
+  });
+
+  it('tells the model a denied call was denied, and does not run it', async () => {
+    await writeNote('notes/b.md');
+    const paused = await askToDelete('notes/b.md');
+
+    const decided = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'deny',
+    });
+
+    expect(decided.body).toMatchObject({
+      approval: { status: 'denied' },
+      reply: { content: 'OK, I left it.' },
+    });
+    expect(await noteExists('notes/b.md')).toBe(true);
+  });
+
+  it('keeps a waiting approval across an orchestrator restart', async () => {
+    await writeNote('notes/c.md');
+    const paused = await askToDelete('notes/c.md');
+
+    await fixture.stack.stopService('orchestrator');
+    await fixture.stack.startService('orchestrator');
+    const decided = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'approve',
+    });
+
+    expect(decided.body).toMatchObject({ reply: { content: 'Deleted.' } });
+    expect(await noteExists('notes/c.md')).toBe(false);
+  });
+
+  it('lets the run go on without the call once the approval expires', async () => {
+    await writeNote('notes/d.md');
+    const paused = await askToDelete('notes/d.md');
+
+    await waitFor(async () => (await lastReply()) === 'No answer, so I kept it.', {
+      timeoutMs: TTL_MS + 10_000,
+      what: 'the reply after the approval expired',
+    });
+
+    expect(await noteExists('notes/d.md')).toBe(true);
+    const expired = await call('GET', '/v1/approvals?status=expired');
+    expect(expired.body.approvals).toEqual([
+      expect.objectContaining({ id: paused.approval?.id, status: 'expired' }),
+    ]);
+    const late = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'approve',
+    });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ error: { message: 'the approval was already expired' } });
+  });
+
+  it('answers 404 for an unknown approval and 400 for a bad decision', async () => {
+    const unknown = await call('POST', '/v1/approvals/7d9c5e0e-4a7b-4a53-9d7e-2f1a8c2b9e11', {
+      decision: 'approve',
+    });
+    const bad = await call('POST', '/v1/approvals/7d9c5e0e-4a7b-4a53-9d7e-2f1a8c2b9e11', {
+      decision: 'maybe',
+    });
+
+    expect(unknown.status).toBe(404);
+    expect(bad.status).toBe(400);
+  });
+});

@@ -61,6 +61,15 @@ describe('bad input and missing services', () => {
     expect(empty.status).toBe(400);
     expect((await errorOf(empty)).message).toBe('message: message must not be empty');
 
+    const badZone = await send('/v1/chat', {
+      key: apiKey,
+      body: '{"message": "hi", "timeZone": "Mars/Olympus"}',
+    });
+    expect(badZone.status).toBe(400);
+    expect((await errorOf(badZone)).message).toBe(
+      'timeZone: an IANA time zone, such as Europe/Oslo',
+    );
+
     const notJson = await send('/v1/chat', { key: apiKey, body: 'message=hi', type: 'text/plain' });
     expect(notJson.status).toBe(400);
     expect((await errorOf(notJson)).message).toMatch(/Content-Type: application\/json/);

@@ -56,4 +56,32 @@ describe('an orchestrator crash in the middle of a turn', () => {
       await client.end();
     }
   });
+
+  it('runs two messages sent at once in one conversation one after the other', async () => {
+    const { apiKey } = await fixture.createUser('erin');
+    const first = ChatResponse.parse(
+      await (await fixture.chat(apiKey, { message: 'hello' })).json(),
+    );
+    fixture.fake.reset();
+    const hold = fixture.fake.hold();
+    const one = fixture.chat(apiKey, { message: 'first question' });
+    await hold.reached;
+    const two = fixture.chat(apiKey, {
+      message: 'second question',
+      conversationId: first.conversationId,
+    });
+
+    // The second turn waits for the conversation: the model has seen only the first.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(fixture.fake.chatRequests().filter(isTurnRequest)).toHaveLength(1);
+    hold.release();
+    const [a, b] = await Promise.all([one, two]);
+
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    const turns = fixture.fake.chatRequests().filter(isTurnRequest);
+    expect(turns).toHaveLength(2);
+    // The second prompt holds the first reply: the turns never interleaved.
+    expect(JSON.stringify(turns[1]?.body)).toContain('fake reply to: first question');
+  });
 });

@@ -69,4 +69,17 @@ describe('one persistent conversation across a full restart', () => {
       error: { code: 'not_found', message: 'conversation not found' },
     });
   });
+
+  it("tells the model the date and time in the user's time zone", async () => {
+    const { apiKey } = await fixture.createUser('kenji');
+
+    const response = await fixture.chat(apiKey, {
+      message: 'what day is it?',
+      timeZone: 'Asia/Tokyo',
+    });
+
+    expect(response.status).toBe(200);
+    const system = sentMessages(fixture.fake.chatRequests().filter(isTurnRequest).at(-1))[0];
+    expect(system?.content).toMatch(/Current date and time: .* \(Asia\/Tokyo, GMT\+09:00\)\./);
+  });
 });

@@ -22,3 +22,16 @@ export const Usage = z.object({
   outputTokens: z.number().int().nonnegative(),
 });
 export type Usage = z.infer<typeof Usage>;
+
+// An IANA time zone ("Europe/Oslo"), as this runtime knows them.
+export const TimeZone = z
+  .string()
+  .max(64)
+  .refine((name) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: name });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'an IANA time zone, such as Europe/Oslo');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, MESSAGE_MAX_CHARS } from './common';
+import { Id, MESSAGE_MAX_CHARS, TimeZone } from './common';
 import { defineRpc } from './define';
 
 // Accepts a user message: stores it, then queues its turn on JetStream. The reply arrives later
@@ -9,6 +9,7 @@ export const TurnSubmitRequest = z.object({
   conversationId: Id.optional(),
   message: z.string().min(1).max(MESSAGE_MAX_CHARS),
   turnId: Id,
+  timeZone: TimeZone.optional(),
 });
 export type TurnSubmitRequest = z.infer<typeof TurnSubmitRequest>;
 

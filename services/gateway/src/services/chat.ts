@@ -24,7 +24,13 @@ export async function runChatTurn(
   const event = await awaitTurnOutcome(bus, turnId, options.turnTimeoutMs, async () => {
     await bus.request(
       turnSubmit,
-      { userId, conversationId: request.conversationId, message: request.message, turnId },
+      {
+        userId,
+        conversationId: request.conversationId,
+        message: request.message,
+        turnId,
+        timeZone: request.timeZone,
+      },
       { timeoutMs: options.submitTimeoutMs },
     );
   });

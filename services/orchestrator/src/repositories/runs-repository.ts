@@ -16,6 +16,7 @@ export type Run = {
   replyContent: string | null;
   usage: Usage;
   error: ErrorInfo | null;
+  timeZone: string;
 };
 
 type RunRow = {
@@ -32,6 +33,7 @@ type RunRow = {
   output_tokens: number;
   error_code: ErrorInfo['code'] | null;
   error_message: string | null;
+  time_zone: string | null;
 };
 
 function toRun(row: RunRow): Run {
@@ -50,6 +52,7 @@ function toRun(row: RunRow): Run {
       row.error_code && row.error_message
         ? { code: row.error_code, message: row.error_message }
         : null,
+    timeZone: row.time_zone ?? 'UTC',
   };
 }
 
@@ -60,17 +63,26 @@ export type NewRun = {
   conversationId: string;
   userMessageId: string;
   traceId: string | undefined;
+  timeZone: string | undefined;
 };
 
 // Creates the run of a turn, or returns the run that turn already has.
 export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
   const inserted = await db.query<RunRow>(
     `INSERT INTO orchestrator.runs
-       (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6)
+       (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id, time_zone)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
      ON CONFLICT (turn_id) DO NOTHING
      RETURNING *`,
-    [run.id, run.turnId, run.userId, run.conversationId, run.userMessageId, run.traceId ?? null],
+    [
+      run.id,
+      run.turnId,
+      run.userId,
+      run.conversationId,
+      run.userMessageId,
+      run.traceId ?? null,
+      run.timeZone ?? null,
+    ],
   );
   const row = inserted.rows[0];
   if (row) return toRun(row);

@@ -30,7 +30,17 @@ describe('buildPrompt', () => {
     expect(prompt).toHaveLength(1);
     expect(prompt[0]?.role).toBe('system');
     expect(prompt[0]?.content).toContain('Jarvis');
-    expect(prompt[0]?.content).toContain('2025-06-01T12:34:56.789Z');
+    expect(prompt[0]?.content).toContain(
+      'Current date and time: Sunday, 1 June 2025 at 12:34 (UTC, GMT+00:00).',
+    );
+  });
+
+  it("gives the date and time in the user's time zone, which may be another day", () => {
+    const prompt = buildPrompt(recalled([]), NOW, 'Pacific/Auckland');
+
+    expect(prompt[0]?.content).toContain(
+      'Current date and time: Monday, 2 June 2025 at 00:34 (Pacific/Auckland, GMT+12:00).',
+    );
   });
 
   it('keeps the user and assistant messages in their order, after the system message', () => {

@@ -11,8 +11,12 @@ function day(iso: string): string {
 // System prompt (persona, date, what memory recalled), then the recent conversation as the model
 // should see it. Recalled memories carry their dates: "last Tuesday" in a memory is relative to
 // when it was said, not to today.
-export function buildPrompt(recall: MemoryRecallResponse, now: Date): ChatMessage[] {
-  const sections = [`${PERSONA}\nCurrent date and time (UTC): ${now.toISOString()}.`];
+export function buildPrompt(
+  recall: MemoryRecallResponse,
+  now: Date,
+  timeZone = 'UTC',
+): ChatMessage[] {
+  const sections = [`${PERSONA}\nCurrent date and time: ${describeNow(now, timeZone)}.`];
   if (recall.profile.length > 0) {
     sections.push(
       `What you know about the user:\n${recall.profile.map((fact) => `- ${fact.content}`).join('\n')}`,
@@ -36,4 +40,19 @@ export function buildPrompt(recall: MemoryRecallResponse, now: Date): ChatMessag
       : [],
   );
   return [{ role: 'system', content: sections.join('\n\n') }, ...history];
+}
+
+// "Sunday, 1 June 2025 at 14:34 (Europe/Oslo, GMT+02:00)": the user's own day and hour, which
+// "today" and "this evening" in their messages mean.
+function describeNow(now: Date, timeZone: string): string {
+  const local = new Intl.DateTimeFormat('en-GB', {
+    timeZone,
+    dateStyle: 'full',
+    timeStyle: 'short',
+  }).format(now);
+  const offset =
+    new Intl.DateTimeFormat('en-GB', { timeZone, timeZoneName: 'longOffset' })
+      .formatToParts(now)
+      .find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
+  return `${local} (${timeZone}, ${offset})`;
 }

@@ -90,6 +90,7 @@ function newRun(): NewRun {
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
     traceId: undefined,
+    timeZone: undefined,
   };
 }
 

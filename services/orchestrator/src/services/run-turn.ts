@@ -169,7 +169,7 @@ async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEv
     durationMs: Date.now() - recallStarted.getTime(),
   });
   const result = await runAgentLoop(loopDeps(deps, recorder), run, {
-    prompt: buildPrompt(recall, new Date()),
+    prompt: buildPrompt(recall, new Date(), run.timeZone),
   });
   await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,

@@ -32,6 +32,7 @@ export async function submitTurn(
     conversationId: message.conversationId,
     userMessageId: message.id,
     traceId: activeTraceId(),
+    timeZone: request.timeZone,
   });
   await publishWork(
     bus,

@@ -32,6 +32,10 @@ end
 return 0
 `;
 
+// How long one replica trusts what it last read of the cooldowns: a replica learns of another's
+// opened cooldown within this time, and a busy gateway reads Redis once per period, not per call.
+const READ_CACHE_MS = 1_000;
+
 export function createCooldown(
   redis: Redis,
   namespace: string,
@@ -40,7 +44,12 @@ export function createCooldown(
 ): Cooldown {
   const failuresKey = (provider: string) => `${namespace}:model-gateway:failures:${provider}`;
   const openKey = (provider: string) => `${namespace}:model-gateway:cooldown:${provider}`;
+  const cache = new Map<string, { until: Date | undefined; readAt: number }>();
+  // Providers this replica saw fail lately: only their failure counts need resetting.
+  const failing = new Set<string>();
   const open = async (provider: string, count: number) => {
+    failing.add(provider);
+    cache.delete(provider);
     const until = Date.now() + settings.cooldownMs;
     const opened = await redis.eval(
       RECORD_FAILURE,
@@ -58,18 +67,32 @@ export function createCooldown(
   };
   return {
     async open(providers) {
+      const now = Date.now();
+      const stale = providers.filter((provider) => {
+        const cached = cache.get(provider);
+        return !cached || now - cached.readAt > READ_CACHE_MS;
+      });
+      if (stale.length > 0) {
+        const values = await redis.mget(stale.map(openKey));
+        for (const [index, provider] of stale.entries()) {
+          const value = values[index];
+          cache.set(provider, {
+            until: value === null || value === undefined ? undefined : new Date(Number(value)),
+            readAt: now,
+          });
+        }
+      }
       const result = new Map<string, Date>();
-      if (providers.length === 0) return result;
-      const values = await redis.mget(providers.map(openKey));
-      for (const [index, value] of values.entries()) {
-        const provider = providers[index];
-        if (value !== null && provider !== undefined) result.set(provider, new Date(Number(value)));
+      for (const provider of providers) {
+        const until = cache.get(provider)?.until;
+        if (until && until.getTime() > now) result.set(provider, until);
       }
       return result;
     },
     recordFailure: (provider) => open(provider, settings.failures),
     trip: (provider) => open(provider, 1),
     recordSuccess(provider) {
+      if (!failing.delete(provider)) return;
       // Off the answer's path: a lost reset only leaves an old failure to expire on its own.
       redis.del(failuresKey(provider)).catch((error: unknown) => {
         logger.warn({ err: error, provider }, 'could not reset failure count');

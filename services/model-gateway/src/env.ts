@@ -38,6 +38,11 @@ const Env = z.object({
   // ${OLLAMA_EMBED_MODEL}.
   OLLAMA_CHAT_MODEL: z.string().default('llama3.2:3b'),
   OLLAMA_EMBED_MODEL: z.string().default('nomic-embed-text'),
+  // Context window Ollama runs its chat models with (its own default is a few thousand tokens,
+  // and it silently drops the start of a longer prompt: the system prompt first). Also the
+  // largest prompt routing sends to an Ollama model. More costs memory: about 2 GB at 16k for a
+  // 3B model.
+  OLLAMA_NUM_CTX: z.coerce.number().int().min(2_048).max(1_048_576).default(16_384),
   // Longest a single model call may take (one attempt).
   MODEL_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   // Longest a whole call may take, retries and fallbacks included, unless the caller says.

@@ -132,6 +132,10 @@ describe.each([
     });
     expect(fake.chatRequests()).toHaveLength(1);
     expect(fake.chatRequests()[0]?.path).toBe(path);
+    if (provider === 'ollama') {
+      // Run with the window routing assumes, not Ollama's small default that drops the prompt's start.
+      expect(fake.chatRequests()[0]?.body).toMatchObject({ options: { num_ctx: 16_384 } });
+    }
     expect(JSON.stringify(fake.chatRequests()[0]?.body)).toContain('You are terse.');
   });
 
@@ -318,6 +322,7 @@ describe('retries, fallbacks and cooldown', () => {
       OPENAI_API_KEY: 'k',
       OPENAI_BASE_URL: fake.openaiBaseUrl,
       OLLAMA_BASE_URL: fake.url,
+      OLLAMA_NUM_CTX: '32768',
       MODEL_CONFIG_FILE: configFile,
     });
 

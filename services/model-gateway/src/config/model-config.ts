@@ -72,16 +72,16 @@ export function loadModelConfig(env: Env, available: (provider: string) => boole
     const slash = ref.indexOf('/');
     const known = file.models[ref];
     if (!known) unpriced.add(ref);
-    return {
-      ref,
-      provider: ref.slice(0, slash),
-      model: ref.slice(slash + 1),
-      info: known ?? {
-        contextWindow: env.MODEL_DEFAULT_CONTEXT_WINDOW,
-        inputUsdPerMTok: 0,
-        outputUsdPerMTok: 0,
-      },
+    const provider = ref.slice(0, slash);
+    const info = known ?? {
+      contextWindow: env.MODEL_DEFAULT_CONTEXT_WINDOW,
+      inputUsdPerMTok: 0,
+      outputUsdPerMTok: 0,
     };
+    // Ollama reads no more than the window it is run with, whatever the model could take.
+    const contextWindow =
+      provider === 'ollama' ? Math.min(info.contextWindow, env.OLLAMA_NUM_CTX) : info.contextWindow;
+    return { ref, provider, model: ref.slice(slash + 1), info: { ...info, contextWindow } };
   };
   const routes = Object.fromEntries(
     PURPOSES.map((purpose) => [

@@ -5,13 +5,13 @@ import { fromHttpStatus, ProviderError } from './provider-error';
 
 // Ollama's own API (/api/chat, /api/embed): it takes a JSON schema as `format`, which its
 // OpenAI-compatible endpoint does not, and reports token counts on every answer.
-export function createOllamaProvider(options: { baseUrl: string }): Provider {
+export function createOllamaProvider(options: { baseUrl: string; numCtx: number }): Provider {
   const base = options.baseUrl.replace(/\/$/, '');
   return {
     name: 'ollama',
     hosted: false,
     async chat(call) {
-      const response = await post(`${base}/api/chat`, toRequest(call), call);
+      const response = await post(`${base}/api/chat`, toRequest(call, options.numCtx), call);
       if (!call.onDelta) {
         return toResult(OllamaChatLine.parse(await response.json()), call.model);
       }
@@ -76,7 +76,7 @@ function errorMessage(text: string, status: number): string {
   return `HTTP ${status}`;
 }
 
-function toRequest(call: ChatCall): Record<string, unknown> {
+function toRequest(call: ChatCall, numCtx: number): Record<string, unknown> {
   const messages: Record<string, unknown>[] = [];
   if (call.system) messages.push({ role: 'system', content: call.system });
   for (const message of call.messages) {
@@ -101,7 +101,7 @@ function toRequest(call: ChatCall): Record<string, unknown> {
     choice === 'none'
       ? []
       : call.tools.filter((tool) => typeof choice !== 'object' || tool.name === choice.name);
-  const options: Record<string, number> = {};
+  const options: Record<string, number> = { num_ctx: numCtx };
   if (call.temperature !== undefined) options.temperature = call.temperature;
   if (call.maxTokens !== undefined) options.num_predict = call.maxTokens;
   return {
@@ -121,7 +121,7 @@ function toRequest(call: ChatCall): Record<string, unknown> {
           })),
         }),
     ...(call.jsonSchema === undefined ? {} : { format: call.jsonSchema.schema }),
-    ...(Object.keys(options).length === 0 ? {} : { options }),
+    options,
   };
 }
 

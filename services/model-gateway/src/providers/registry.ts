@@ -29,7 +29,10 @@ export function createProviders(env: Env): Map<string, Provider> {
       }),
     );
   }
-  providers.set('ollama', createOllamaProvider({ baseUrl: env.OLLAMA_BASE_URL }));
+  providers.set(
+    'ollama',
+    createOllamaProvider({ baseUrl: env.OLLAMA_BASE_URL, numCtx: env.OLLAMA_NUM_CTX }),
+  );
   providers.set(LOCAL_PROVIDER, createLocalProvider(env.LOCAL_EMBED_DIMENSIONS));
   return providers;
 }

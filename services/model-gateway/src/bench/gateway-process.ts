@@ -1,0 +1,139 @@
+import { Bus } from '@jarvis/bus';
+import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
+import { Redis } from 'ioredis';
+import { loadEnv } from '../env';
+import { registerHandlers } from '../handlers';
+import type { Provider } from '../providers/provider';
+import { createRouting } from '../routing/create-routing';
+import { createGenAiMetrics } from '../telemetry/gen-ai';
+import { usageLimitsFrom } from '../usage/usage-env';
+import { createUsageMeter, type UsageMeter } from '../usage/usage-meter';
+import { ensureUsageStream } from '../usage/usage-rollup';
+import {
+  cpuReport,
+  findMarker,
+  GatewayCommand,
+  type ProviderTiming,
+  reportReady,
+  type StageTimings,
+  serveCommands,
+} from './bench-ipc';
+
+// The gateway for gateway-bench.ts, in a process of its own, built as main.ts builds it: the
+// same env parsing, telemetry (a real tracer provider, no exporter), Redis and NATS clients,
+// usage meter with the default budgets, routing and handlers. Left out: Postgres (the usage
+// rollup and the usage queries, both off the request path) and the health/metrics HTTP server.
+// One addition: stopwatches. Each provider call is timed with its request's marker, so the bench
+// can subtract the provider's own time from the round trip of the same request; budget
+// admission, the cooldown check and usage recording are timed too, to show where the rest goes.
+
+const SERVICE = 'model-gateway';
+
+const env = loadEnv();
+const telemetry = startTelemetry({
+  serviceName: SERVICE,
+  otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
+});
+const logger = createLogger(SERVICE, env.LOG_LEVEL);
+const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+await redis.connect();
+const bus = await Bus.connect({
+  url: env.NATS_URL,
+  namespace: env.NATS_NAMESPACE,
+  name: SERVICE,
+  logger,
+});
+await ensureUsageStream(bus);
+const stages: StageTimings = { admit: [], cooldown: [], record: [] };
+const usageMeter = createUsageMeter({ redis, bus, limits: usageLimitsFrom(env), logger });
+const meter: UsageMeter = {
+  ...usageMeter,
+  admit: timed(usageMeter.admit, stages.admit),
+  record: timed(usageMeter.record, stages.record),
+};
+const routing = createRouting(env, {
+  bus,
+  redis,
+  meter,
+  metrics: createGenAiMetrics(createMetrics(SERVICE)),
+  logger,
+});
+const cooldown = routing.chat.cooldown;
+routing.chat.cooldown = { ...cooldown, open: timed(cooldown.open, stages.cooldown) };
+const timings: ProviderTiming[] = [];
+timeChatCalls(routing.chat.providers, 'openai', timings);
+const subscriptions = registerHandlers(bus, routing);
+await bus.nc.flush();
+
+serveCommands(
+  GatewayCommand,
+  (command) => {
+    if (command.type === 'cpu') return cpuReport();
+    return {
+      type: 'timings',
+      timings: timings.splice(0),
+      stages: {
+        admit: stages.admit.splice(0),
+        cooldown: stages.cooldown.splice(0),
+        record: stages.record.splice(0),
+      },
+    };
+  },
+  async () => {
+    for (const subscription of subscriptions) subscription.unsubscribe();
+    await meter.stop();
+    await bus.close();
+    redis.disconnect();
+    await telemetry.stop();
+  },
+);
+reportReady({ type: 'ready' });
+
+function timed<A extends unknown[], R>(
+  step: (...args: A) => Promise<R>,
+  into: number[],
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    const started = performance.now();
+    try {
+      return await step(...args);
+    } finally {
+      into.push(performance.now() - started);
+    }
+  };
+}
+
+// Wraps the provider's chat call (the SDK request to the fake and the parsing of its answer)
+// with a stopwatch; the cost of the wrapper itself is a regex and an array push.
+function timeChatCalls(
+  providers: Map<string, Provider>,
+  name: string,
+  into: ProviderTiming[],
+): void {
+  const provider = providers.get(name);
+  const chat = provider?.chat;
+  if (!provider || !chat) throw new Error(`no ${name} chat provider: is OPENAI_BASE_URL set?`);
+  providers.set(name, {
+    ...provider,
+    async chat(call) {
+      const last = call.messages.findLast((message) => message.role === 'user');
+      const marker = last ? findMarker(last.content) : undefined;
+      const started = performance.now();
+      let firstDeltaMs: number | null = null;
+      const onDelta = call.onDelta;
+      const watched = onDelta
+        ? {
+            ...call,
+            onDelta(text: string) {
+              firstDeltaMs ??= performance.now() - started;
+              onDelta(text);
+            },
+          }
+        : call;
+      const result = await chat(watched);
+      const providerMs = performance.now() - started;
+      if (marker) into.push({ marker, providerMs, firstDeltaMs });
+      return result;
+    },
+  });
+}

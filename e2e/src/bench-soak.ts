@@ -1,0 +1,414 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { ChatResponse, ImportMessagesResponse } from '@jarvis/contracts';
+import { SERVICE_NAMES } from '@jarvis/testkit';
+import pg from 'pg';
+import { z } from 'zod';
+import { composeMessage, loadChatLines, PLANTED_FACTS } from './bench-soak-corpus';
+import { createSoakModel } from './bench-soak-model';
+import {
+  describeWindows,
+  type FactCheck,
+  growthPercent,
+  locateInPrompt,
+  renderMarkdown,
+  type Sample,
+  type SoakReport,
+  slopePer1000Turns,
+  spread,
+  type TurnRecord,
+} from './bench-soak-report';
+import { type StackFixture, startStackFixture } from './stack-fixture';
+
+// `make bench` (soak): one conversation of SOAK_TURNS turns (10,000) through the whole stack, as
+// six service processes and the embedded Postgres, with the fake LLM, for a user who already has
+// SOAK_MEMORIES memories (100,000) stored. What it shows:
+// - every turn's prompt stays within CONTEXT_TOKEN_BUDGET however long the conversation gets;
+// - twenty facts said in the first 100 turns are in the prompt when asked about at the end;
+// - the turn overhead (the round trip of POST /v1/chat less the fake model's own time) and its
+//   drift, per window of 1,000 turns, with the recall and model steps the run recorded;
+// - resident memory of the services and Postgres every 500 turns: flat after warm-up?
+// The memories are imported (POST /v1/conversations/{id}/messages/import, dated over the two
+// years before) into conversations short enough never to need a summary, so the soak measures a
+// settled memory, not a summarisation backlog of the import. The soak's own turns all go
+// through POST /v1/chat, one at a time like one user, with the summaries and fact extractions
+// the memory service does after them answered by the fake (see bench-soak-model.ts).
+// SOAK_TURNS=300 SOAK_MEMORIES=5000 is a quick run; the figures are never asserted.
+
+const Settings = z.object({
+  SOAK_TURNS: z.coerce.number().int().min(120).default(10_000),
+  SOAK_MEMORIES: z.coerce.number().int().min(0).default(100_000),
+  // The user's pause between turns; 0 sends each turn as soon as the last one is answered, so
+  // it meets the previous turn's background work (fact extraction, summary) head-on.
+  SOAK_PAUSE_MS: z.coerce.number().int().min(0).default(0),
+});
+const settings = Settings.parse(process.env);
+const TURNS = settings.SOAK_TURNS;
+const MEMORIES = settings.SOAK_MEMORIES;
+const PAUSE_MS = settings.SOAK_PAUSE_MS;
+
+const CONTEXT_TOKEN_BUDGET = 8_000;
+const SUMMARY_TRIGGER_TOKENS = 6_000;
+// Planted facts go into the first 100 turns, one every five.
+const PLANT_EVERY = 5;
+// Turns before the figures count: long enough for the first summaries and a warm JIT.
+const WARM_UP_TURNS = Math.round(TURNS / 10);
+const WINDOW = Math.min(1_000, WARM_UP_TURNS);
+const SAMPLE_EVERY = Math.min(500, WINDOW);
+const IMPORT_CALL_MAX = 5_000;
+// An imported conversation stays below the summary threshold (estimated tokens).
+const IMPORTED_CONVERSATION_TOKENS = SUMMARY_TRIGGER_TOKENS * 0.75;
+const IMPORT_SPAN_MS = 2 * 365 * 24 * 3600_000;
+const SETTLE_MS = 5_000;
+const OVERHEAD_P95_TARGET_MS = 40;
+const GROWTH_TARGET_PERCENT = 10;
+const WATCHED = ['orchestrator', 'memory'] as const;
+const PROCESSES = [...SERVICE_NAMES, 'postgres'] as const;
+
+const RESULTS_DIR = resolve(import.meta.dirname, '../../bench-results');
+const CHAT_LINES = resolve(import.meta.dirname, '../../../shared/data/locomo-dev.json');
+
+type ImportedMessage = { role: 'user' | 'assistant'; content: string; createdAt: string };
+
+function wait(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+function loadAverage(): number {
+  return Math.round((loadavg()[0] ?? 0) * 10) / 10;
+}
+
+async function residentMb(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return Number.NaN;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kilobytes = Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  return Math.round((kilobytes / 1024) * 10) / 10;
+}
+
+// The memories: past chat, dated evenly over the two years before today, in conversations just
+// short enough never to be summarised. One import call per conversation.
+async function storeMemories(
+  fixture: StackFixture,
+  apiKey: string,
+  lines: string[],
+): Promise<{ conversations: number; seconds: number }> {
+  const started = performance.now();
+  const firstAt = Date.now() - IMPORT_SPAN_MS;
+  let conversations = 0;
+  let batch: ImportedMessage[] = [];
+  let tokens = 0;
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const id = randomUUID();
+    const response = await fetch(
+      `${fixture.stack.gatewayUrl}/v1/conversations/${id}/messages/import`,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': `soak-${id}`,
+        },
+        body: JSON.stringify({ messages: batch }),
+      },
+    );
+    if (response.status !== 200) {
+      throw new Error(`import answered ${response.status}: ${await response.text()}`);
+    }
+    ImportMessagesResponse.parse(await response.json());
+    conversations++;
+    batch = [];
+    tokens = 0;
+  };
+  for (let index = 0; index < MEMORIES; index++) {
+    const content = composeMessage(lines, index, 0);
+    if (
+      tokens + estimateTokens(content) > IMPORTED_CONVERSATION_TOKENS ||
+      batch.length >= IMPORT_CALL_MAX
+    ) {
+      await flush();
+    }
+    batch.push({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content,
+      createdAt: new Date(firstAt + (index * IMPORT_SPAN_MS) / MEMORIES).toISOString(),
+    });
+    tokens += estimateTokens(content);
+    if ((index + 1) % 10_000 === 0) {
+      process.stdout.write(
+        `  stored ${index + 1} memories (${Math.round((performance.now() - started) / 1000)} s)\n`,
+      );
+    }
+  }
+  await flush();
+  return { conversations, seconds: Math.round((performance.now() - started) / 100) / 10 };
+}
+
+// A few counts, so a background backlog (summaries, fact extraction) shows beside the memory.
+async function sample(
+  fixture: StackFixture,
+  db: pg.Client,
+  turn: number,
+  userId: string,
+  conversationId: string | undefined,
+): Promise<Sample> {
+  const residentEntries = await Promise.all(
+    PROCESSES.map(
+      async (name) => [name, await residentMb(fixture.stack.process(name)?.child.pid)] as const,
+    ),
+  );
+  const { rows } = await db.query<{ summaries: string; extractions: string; facts: string }>(
+    `SELECT (SELECT count(*) FROM memory.summaries WHERE conversation_id = $1::uuid) AS summaries,
+            (SELECT count(*) FROM memory.extractions WHERE user_id = $2) AS extractions,
+            (SELECT count(*) FROM memory.facts WHERE user_id = $2 AND valid_to IS NULL) AS facts`,
+    [conversationId ?? '00000000-0000-0000-0000-000000000000', userId],
+  );
+  return {
+    turn,
+    loadAverage: loadAverage(),
+    residentMb: Object.fromEntries(residentEntries),
+    summaries: Number(rows[0]?.summaries ?? 0),
+    extractions: Number(rows[0]?.extractions ?? 0),
+    facts: Number(rows[0]?.facts ?? 0),
+  };
+}
+
+// What the runs recorded: the recall and model steps of each turn.
+async function readSteps(
+  db: pg.Client,
+  conversationId: string,
+): Promise<Map<string, { recallMs: number; modelMs: number }>> {
+  const { rows } = await db.query<{ id: string; recall_ms: string; model_ms: string }>(
+    `SELECT r.id,
+            coalesce(sum(s.duration_ms) FILTER (WHERE s.kind = 'recall'), 0) AS recall_ms,
+            coalesce(sum(s.duration_ms) FILTER (WHERE s.kind = 'model'), 0) AS model_ms
+     FROM orchestrator.runs r LEFT JOIN orchestrator.run_steps s ON s.run_id = r.id
+     WHERE r.conversation_id = $1 GROUP BY r.id`,
+    [conversationId],
+  );
+  return new Map(
+    rows.map((row) => [row.id, { recallMs: Number(row.recall_ms), modelMs: Number(row.model_ms) }]),
+  );
+}
+
+// What fact extraction made of the soak's turns: applied, skipped (and why) or failed.
+async function readExtractions(db: pg.Client, userId: string): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ outcome: string; count: string }>(
+    `SELECT status || coalesce(': ' || left(reason, 60), '') AS outcome, count(*) AS count
+     FROM memory.extractions WHERE user_id = $1 GROUP BY 1 ORDER BY 2 DESC`,
+    [userId],
+  );
+  return Object.fromEntries(rows.map((row) => [row.outcome, Number(row.count)]));
+}
+
+const lines = await loadChatLines(CHAT_LINES);
+const model = createSoakModel(PLANTED_FACTS);
+const plantedAt = new Map(PLANTED_FACTS.map((fact, index) => [2 + index * PLANT_EVERY, fact]));
+const loadAtStart = loadAverage();
+let maxLoad = loadAtStart;
+
+const fixture = await startStackFixture({
+  CONTEXT_TOKEN_BUDGET: String(CONTEXT_TOKEN_BUDGET),
+  SUMMARY_TRIGGER_TOKENS: String(SUMMARY_TRIGGER_TOKENS),
+  SUMMARY_KEEP_TOKENS: '2000',
+  // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
+  // would refuse most of it.
+  USER_REQUESTS_PER_MINUTE: '0',
+  USER_DAILY_COST_LIMIT_USD: '0',
+});
+fixture.fake.onChat((request) => model.answer(request));
+const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+await db.connect();
+try {
+  const { apiKey, user } = await fixture.createUser('soak');
+  process.stdout.write(`soak: storing ${MEMORIES} memories, then ${TURNS} turns\n`);
+  const stored = await storeMemories(fixture, apiKey, lines);
+  process.stdout.write(`  stored in ${stored.seconds} s\n`);
+  await wait(SETTLE_MS);
+
+  const turns: TurnRecord[] = [];
+  const samples: Sample[] = [await sample(fixture, db, 0, user.id, undefined)];
+  const failures: SoakReport['failures'] = [];
+  let conversationId: string | undefined;
+  let failedInARow = 0;
+
+  // One turn: its overhead, prompt size and run, or undefined when it failed.
+  const chat = async (turn: number, message: string): Promise<TurnRecord | undefined> => {
+    const started = performance.now();
+    const response = await fixture.chat(apiKey, { message });
+    const text = await response.text();
+    const overheadMs = performance.now() - started - model.takeTurnModelMs();
+    // The fake keeps every request it got; a 10,000-turn soak would hold them all.
+    fixture.fake.requests.splice(0);
+    if (response.status !== 200) {
+      if (failures.length < 20)
+        failures.push({ turn, status: response.status, body: text.slice(0, 300) });
+      if (++failedInARow >= 20) throw new Error(`20 turns in a row failed; the last: ${text}`);
+      return undefined;
+    }
+    failedInARow = 0;
+    const body = ChatResponse.parse(JSON.parse(text));
+    conversationId = body.conversationId;
+    return { overheadMs, promptTokens: body.usage.inputTokens, runId: body.runId };
+  };
+
+  for (let turn = 0; turn < TURNS; turn++) {
+    const planted = plantedAt.get(turn);
+    // Always two lines said together, paired unlike any imported memory: a message that only
+    // repeats memories would be skipped by fact extraction as "nothing new".
+    const filler = composeMessage(lines, lines.length + turn, 17);
+    const record = await chat(turn, planted?.statement ?? filler);
+    if (record) turns.push(record);
+    if (PAUSE_MS > 0) await wait(PAUSE_MS);
+    if ((turn + 1) % SAMPLE_EVERY === 0) {
+      const taken = await sample(fixture, db, turn + 1, user.id, conversationId);
+      samples.push(taken);
+      maxLoad = Math.max(maxLoad, taken.loadAverage);
+    }
+    if ((turn + 1) % WINDOW === 0) {
+      const recent = spread(turns.slice(-WINDOW).map((t) => t.overheadMs));
+      const last = samples.at(-1);
+      process.stdout.write(
+        `  turns ${turn + 1 - WINDOW}-${turn}: overhead p50 ${recent.p50} ms, p95 ${recent.p95} ms; ` +
+          `prompt max ${Math.max(...turns.slice(-WINDOW).map((t) => t.promptTokens))} tokens; ` +
+          `rss orchestrator ${last?.residentMb.orchestrator} MB, memory ${last?.residentMb.memory} MB; load ${last?.loadAverage}\n`,
+      );
+    }
+  }
+  const toolDefinitions = model.lastTurnToolTokens();
+
+  const facts: FactCheck[] = [];
+  const questionTurns: TurnRecord[] = [];
+  for (const [index, fact] of PLANTED_FACTS.entries()) {
+    const record = await chat(TURNS + index, fact.question);
+    if (record) questionTurns.push(record);
+    facts.push({
+      needle: fact.needle,
+      question: fact.question,
+      places: record ? locateInPrompt(model.lastTurnPrompt(), fact.needle) : [],
+    });
+  }
+  await wait(SETTLE_MS);
+  const end = await sample(fixture, db, TURNS + PLANTED_FACTS.length, user.id, conversationId);
+  samples.push(end);
+  maxLoad = Math.max(maxLoad, end.loadAverage);
+
+  const steps = conversationId ? await readSteps(db, conversationId) : new Map();
+  const extractions = await readExtractions(db, user.id);
+  for (const turn of turns) Object.assign(turn, steps.get(turn.runId) ?? {});
+  const settled = turns.slice(WARM_UP_TURNS);
+  const warmedUp = samples.find((taken) => taken.turn >= WARM_UP_TURNS);
+  const growth = Object.fromEntries(
+    PROCESSES.map((name) => [name, growthPercent(warmedUp, end, name)]),
+  );
+  const trend = Object.fromEntries(
+    PROCESSES.map((name) => [
+      name,
+      slopePer1000Turns(
+        samples.filter((taken) => taken.turn >= WARM_UP_TURNS),
+        name,
+      ),
+    ]),
+  );
+  const overhead = spread(settled.map((turn) => turn.overheadMs));
+  const prompt = spread(turns.map((turn) => turn.promptTokens));
+  const overBudget = turns.filter((turn) => turn.promptTokens > CONTEXT_TOKEN_BUDGET).length;
+  const found = facts.filter((fact) => fact.places.length > 0).length;
+  const watchedGrowth = WATCHED.map((name) => growth[name] ?? NaN);
+
+  const report: SoakReport = {
+    date: new Date().toISOString(),
+    method: [
+      `The whole stack as processes (six services run from source with tsx, the embedded Postgres), the machine's NATS and Redis, and the fake LLM in the bench process; CONTEXT_TOKEN_BUDGET ${CONTEXT_TOKEN_BUDGET}, SUMMARY_TRIGGER_TOKENS ${SUMMARY_TRIGGER_TOKENS}, SUMMARY_KEEP_TOKENS 2000, no per-user rate or cost limit.`,
+      `${MEMORIES} memories first: LoCoMo chat lines (and pairs of them), imported with POST /v1/conversations/{id}/messages/import into ${stored.conversations} conversations of under ${IMPORTED_CONVERSATION_TOKENS} estimated tokens each (so none waits for a summary), dated over the two years before; recall searches all of them.`,
+      `Then ${TURNS} turns of one conversation through POST /v1/chat, one at a time (${PAUSE_MS} ms between them): pairs of LoCoMo lines, and the ${PLANTED_FACTS.length} planted facts at turns 2, 7, …, ${2 + (PLANTED_FACTS.length - 1) * PLANT_EVERY}; then one question per fact.`,
+      'The fake answers a turn with two sentences, a summary request with the gist of each user line (at most 200 words), and a fact extraction with valid JSON: the planted fact, a fact for one filler turn in four, or no operations. Summaries and extractions thus run after the turns as they would with a real model.',
+      "Turn overhead: the round trip of POST /v1/chat less the time the fake spent composing that turn's answer (well under a millisecond: what remains is the stack's own cost, including model-gateway's HTTP call to the fake). Recall and model step times are the ones each run recorded (orchestrator.run_steps).",
+      "Prompt tokens: the fake's usage, a quarter of the characters of every message sent (the same estimate the memory service budgets with).",
+      `A fact is in the context when its words are in the prompt the fake got for the question (the question itself aside). Resident memory (VmRSS) every ${SAMPLE_EVERY} turns; growth is from turn ${WARM_UP_TURNS} (the end of warm-up) to the end, after ${SETTLE_MS / 1000} s idle. Percentiles "after warm-up" leave out the first ${WARM_UP_TURNS} turns.`,
+    ],
+    machine: {
+      cpus: cpus().length,
+      loadAverage: { start: loadAtStart, max: maxLoad, end: end.loadAverage },
+    },
+    settings: {
+      turns: TURNS,
+      memories: MEMORIES,
+      pauseMs: PAUSE_MS,
+      contextTokenBudget: CONTEXT_TOKEN_BUDGET,
+      summaryTriggerTokens: SUMMARY_TRIGGER_TOKENS,
+      warmUpTurns: WARM_UP_TURNS,
+      window: WINDOW,
+    },
+    memories: { stored: MEMORIES, conversations: stored.conversations, seconds: stored.seconds },
+    overheadMs: {
+      afterWarmUp: overhead,
+      allTurns: spread(turns.map((turn) => turn.overheadMs)),
+      questions: spread(questionTurns.map((turn) => turn.overheadMs)),
+    },
+    breakdownAfterWarmUp: {
+      recallMs: spread(settled.flatMap((turn) => turn.recallMs ?? [])),
+      modelMs: spread(settled.flatMap((turn) => turn.modelMs ?? [])),
+      restMs: spread(
+        settled.map((turn) => turn.overheadMs - (turn.recallMs ?? 0) - (turn.modelMs ?? 0)),
+      ),
+    },
+    promptTokens: { ...prompt, budget: CONTEXT_TOKEN_BUDGET, overBudget, toolDefinitions },
+    windows: describeWindows(turns, WINDOW),
+    samples,
+    growthAfterWarmUpPercent: growth,
+    trendAfterWarmUpMbPer1000Turns: trend,
+    facts,
+    background: { ...model.counts },
+    extractions,
+    failures,
+    targets: [
+      {
+        name: `turn overhead p95 with ${MEMORIES} memories`,
+        target: `< ${OVERHEAD_P95_TARGET_MS} ms`,
+        value: `${overhead.p95} ms`,
+        isMet: overhead.p95 < OVERHEAD_P95_TARGET_MS,
+      },
+      {
+        name: 'resident memory growth after warm-up (orchestrator, memory)',
+        target: `< ${GROWTH_TARGET_PERCENT} %`,
+        value: watchedGrowth.map((value) => `${value} %`).join(', '),
+        isMet: watchedGrowth.every((value) => value < GROWTH_TARGET_PERCENT),
+      },
+      {
+        name: 'prompt within CONTEXT_TOKEN_BUDGET',
+        target: 'every turn',
+        value: `max ${prompt.max} tokens, ${overBudget} turns over`,
+        isMet: overBudget === 0,
+      },
+      {
+        name: 'planted facts in the context at the end',
+        target: `${PLANTED_FACTS.length} of ${PLANTED_FACTS.length}`,
+        value: `${found} of ${PLANTED_FACTS.length}`,
+        isMet: found === PLANTED_FACTS.length,
+      },
+    ],
+  };
+
+  await mkdir(RESULTS_DIR, { recursive: true });
+  await writeFile(resolve(RESULTS_DIR, 'soak.json'), `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(resolve(RESULTS_DIR, 'soak.md'), renderMarkdown(report, PROCESSES));
+  process.stdout.write(
+    `soak of ${TURNS} turns with ${MEMORIES} memories (load ${loadAtStart}-${maxLoad}):\n`,
+  );
+  for (const target of report.targets) {
+    process.stdout.write(
+      `  ${target.isMet ? 'met   ' : 'MISSED'} ${target.name}: ${target.value} (target ${target.target})\n`,
+    );
+  }
+  process.stdout.write(`written to ${resolve(RESULTS_DIR, 'soak.md')} and soak.json\n`);
+} finally {
+  await db.end();
+  await fixture.close();
+}

@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import {
@@ -592,7 +594,7 @@ function markdownOf(report: ReturnType<typeof buildReport>): string {
   ].join('\n');
   return `# model-gateway overhead
 
-${report.date} · ${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGb} GB · Node ${machine.node} · NATS ${machine.nats} · Redis ${machine.redis} · load average ${machine.loadAverageAtStart} at the start, ${report.loadAverageAtEnd} at the end
+${report.date} · gateway at ${machine.gatewayCode} · ${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGb} GB · Node ${machine.node} · NATS ${machine.nats} · Redis ${machine.redis} · load average ${machine.loadAverageAtStart} at the start, ${report.loadAverageAtEnd} at the end
 
 ${verdict}
 - For comparison: LiteLLM publishes an overhead of 2 ms p50 / 8 ms p95 on 4 instances of 4 CPUs
@@ -717,6 +719,22 @@ function loadAverage(): string {
     .join(' ');
 }
 
+// Which gateway code the figures are of: the commit, and whether the service's source (this
+// bench aside) had local changes.
+async function gatewayVersion(): Promise<string> {
+  const git = (...args: string[]) =>
+    promisify(execFile)('git', args, { cwd: import.meta.dirname }).then(({ stdout }) =>
+      stdout.trim(),
+    );
+  try {
+    const commit = await git('rev-parse', '--short', 'HEAD');
+    const changes = await git('status', '--porcelain', '--', '..', ':(exclude).');
+    return changes ? `${commit} with local changes` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
 async function redisVersion(redis: Redis): Promise<string> {
   const info = await redis.info('server');
   return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
@@ -773,6 +791,7 @@ try {
     node: process.version,
     nats: bus.nc.info?.version ?? 'unknown',
     redis: await redisVersion(redis),
+    gatewayCode: await gatewayVersion(),
     loadAverageAtStart,
   };
   // JIT and connection pools warm in every process before the first scenario, so that it is not

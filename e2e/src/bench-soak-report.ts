@@ -109,6 +109,8 @@ export function locateInPrompt(prompt: SentMessage[], needle: string): string[] 
 
 export type SoakReport = {
   date: string;
+  // Fewer than settings.turns when the run was cut short (the report is written as it goes).
+  completedTurns: number;
   method: string[];
   machine: { cpus: number; loadAverage: { start: number; max: number; end: number } };
   settings: {
@@ -145,6 +147,12 @@ export function renderMarkdown(report: SoakReport, processes: readonly string[])
   return [
     '# Orchestrator soak',
     '',
+    ...(report.completedTurns < s.turns
+      ? [
+          `**Partial: ${report.completedTurns} of ${s.turns} turns so far (written as the run goes; a run cut short stops here).**`,
+          '',
+        ]
+      : []),
     `${report.date}; ${report.machine.cpus} CPUs, load average ${report.machine.loadAverage.start} at the start, ${report.machine.loadAverage.max} at most, ${report.machine.loadAverage.end} at the end (other work on the machine shares it).`,
     '',
     '## Method',

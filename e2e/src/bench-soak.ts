@@ -207,135 +207,60 @@ async function readExtractions(db: pg.Client, userId: string): Promise<Record<st
   return Object.fromEntries(rows.map((row) => [row.outcome, Number(row.count)]));
 }
 
-const lines = await loadChatLines(CHAT_LINES);
-const model = createSoakModel(PLANTED_FACTS);
-const plantedAt = new Map(PLANTED_FACTS.map((fact, index) => [2 + index * PLANT_EVERY, fact]));
-const loadAtStart = loadAverage();
-let maxLoad = loadAtStart;
+type Progress = {
+  userId: string;
+  stored: { conversations: number; seconds: number };
+  turns: TurnRecord[];
+  samples: Sample[];
+  failures: SoakReport['failures'];
+  // Empty until the questions at the end have been asked.
+  facts: FactCheck[];
+  questionTurns: TurnRecord[];
+  conversationId: string | undefined;
+  isComplete: boolean;
+};
 
-const fixture = await startStackFixture({
-  CONTEXT_TOKEN_BUDGET: String(CONTEXT_TOKEN_BUDGET),
-  SUMMARY_TRIGGER_TOKENS: String(SUMMARY_TRIGGER_TOKENS),
-  SUMMARY_KEEP_TOKENS: '2000',
-  // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
-  // would refuse most of it.
-  USER_REQUESTS_PER_MINUTE: '0',
-  USER_DAILY_COST_LIMIT_USD: '0',
-});
-fixture.fake.onChat((request) => model.answer(request));
-const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
-await db.connect();
-try {
-  const { apiKey, user } = await fixture.createUser('soak');
-  process.stdout.write(`soak: storing ${MEMORIES} memories, then ${TURNS} turns\n`);
-  const stored = await storeMemories(fixture, apiKey, lines);
-  process.stdout.write(`  stored in ${stored.seconds} s\n`);
-  await wait(SETTLE_MS);
-
-  const turns: TurnRecord[] = [];
-  const samples: Sample[] = [await sample(fixture, db, 0, user.id, undefined)];
-  const failures: SoakReport['failures'] = [];
-  let conversationId: string | undefined;
-  let failedInARow = 0;
-
-  // One turn: its overhead, prompt size and run, or undefined when it failed.
-  const chat = async (turn: number, message: string): Promise<TurnRecord | undefined> => {
-    const started = performance.now();
-    const response = await fixture.chat(apiKey, { message });
-    const text = await response.text();
-    const overheadMs = performance.now() - started - model.takeTurnModelMs();
-    // The fake keeps every request it got; a 10,000-turn soak would hold them all.
-    fixture.fake.requests.splice(0);
-    if (response.status !== 200) {
-      if (failures.length < 20)
-        failures.push({ turn, status: response.status, body: text.slice(0, 300) });
-      if (++failedInARow >= 20) throw new Error(`20 turns in a row failed; the last: ${text}`);
-      return undefined;
-    }
-    failedInARow = 0;
-    const body = ChatResponse.parse(JSON.parse(text));
-    conversationId = body.conversationId;
-    return { overheadMs, promptTokens: body.usage.inputTokens, runId: body.runId };
-  };
-
-  for (let turn = 0; turn < TURNS; turn++) {
-    const planted = plantedAt.get(turn);
-    // Always two lines said together, paired unlike any imported memory: a message that only
-    // repeats memories would be skipped by fact extraction as "nothing new".
-    const filler = composeMessage(lines, lines.length + turn, 17);
-    const record = await chat(turn, planted?.statement ?? filler);
-    if (record) turns.push(record);
-    if (PAUSE_MS > 0) await wait(PAUSE_MS);
-    if ((turn + 1) % SAMPLE_EVERY === 0) {
-      const taken = await sample(fixture, db, turn + 1, user.id, conversationId);
-      samples.push(taken);
-      maxLoad = Math.max(maxLoad, taken.loadAverage);
-    }
-    if ((turn + 1) % WINDOW === 0) {
-      const recent = spread(turns.slice(-WINDOW).map((t) => t.overheadMs));
-      const last = samples.at(-1);
-      process.stdout.write(
-        `  turns ${turn + 1 - WINDOW}-${turn}: overhead p50 ${recent.p50} ms, p95 ${recent.p95} ms; ` +
-          `prompt max ${Math.max(...turns.slice(-WINDOW).map((t) => t.promptTokens))} tokens; ` +
-          `rss orchestrator ${last?.residentMb.orchestrator} MB, memory ${last?.residentMb.memory} MB; load ${last?.loadAverage}\n`,
-      );
-    }
-  }
-  const toolDefinitions = model.lastTurnToolTokens();
-
-  const facts: FactCheck[] = [];
-  const questionTurns: TurnRecord[] = [];
-  for (const [index, fact] of PLANTED_FACTS.entries()) {
-    const record = await chat(TURNS + index, fact.question);
-    if (record) questionTurns.push(record);
-    facts.push({
-      needle: fact.needle,
-      question: fact.question,
-      places: record ? locateInPrompt(model.lastTurnPrompt(), fact.needle) : [],
-    });
-  }
-  await wait(SETTLE_MS);
-  const end = await sample(fixture, db, TURNS + PLANTED_FACTS.length, user.id, conversationId);
-  samples.push(end);
-  maxLoad = Math.max(maxLoad, end.loadAverage);
-
-  const steps = conversationId ? await readSteps(db, conversationId) : new Map();
-  const extractions = await readExtractions(db, user.id);
+// The figures so far. Written after every window too, so a soak cut short (hours long on a
+// shared machine) still leaves what it measured, marked as partial.
+async function writeReport(db: pg.Client, progress: Progress): Promise<SoakReport> {
+  const { turns, samples, facts } = progress;
+  const steps = progress.conversationId
+    ? await readSteps(db, progress.conversationId)
+    : new Map<string, { recallMs: number; modelMs: number }>();
   for (const turn of turns) Object.assign(turn, steps.get(turn.runId) ?? {});
+  const extractions = await readExtractions(db, progress.userId);
   const settled = turns.slice(WARM_UP_TURNS);
   const warmedUp = samples.find((taken) => taken.turn >= WARM_UP_TURNS);
+  const last = samples.at(-1);
+  const afterWarmUp = samples.filter((taken) => taken.turn >= WARM_UP_TURNS);
   const growth = Object.fromEntries(
-    PROCESSES.map((name) => [name, growthPercent(warmedUp, end, name)]),
+    PROCESSES.map((name) => [name, growthPercent(warmedUp, last, name)]),
   );
   const trend = Object.fromEntries(
-    PROCESSES.map((name) => [
-      name,
-      slopePer1000Turns(
-        samples.filter((taken) => taken.turn >= WARM_UP_TURNS),
-        name,
-      ),
-    ]),
+    PROCESSES.map((name) => [name, slopePer1000Turns(afterWarmUp, name)]),
   );
   const overhead = spread(settled.map((turn) => turn.overheadMs));
   const prompt = spread(turns.map((turn) => turn.promptTokens));
   const overBudget = turns.filter((turn) => turn.promptTokens > CONTEXT_TOKEN_BUDGET).length;
   const found = facts.filter((fact) => fact.places.length > 0).length;
   const watchedGrowth = WATCHED.map((name) => growth[name] ?? NaN);
+  const loads = samples.map((taken) => taken.loadAverage);
 
   const report: SoakReport = {
     date: new Date().toISOString(),
+    completedTurns: progress.isComplete ? TURNS : turns.length,
     method: [
       `The whole stack as processes (six services run from source with tsx, the embedded Postgres), the machine's NATS and Redis, and the fake LLM in the bench process; CONTEXT_TOKEN_BUDGET ${CONTEXT_TOKEN_BUDGET}, SUMMARY_TRIGGER_TOKENS ${SUMMARY_TRIGGER_TOKENS}, SUMMARY_KEEP_TOKENS 2000, no per-user rate or cost limit.`,
-      `${MEMORIES} memories first: LoCoMo chat lines (and pairs of them), imported with POST /v1/conversations/{id}/messages/import into ${stored.conversations} conversations of under ${IMPORTED_CONVERSATION_TOKENS} estimated tokens each (so none waits for a summary), dated over the two years before; recall searches all of them.`,
+      `${MEMORIES} memories first: LoCoMo chat lines (and pairs of them), imported with POST /v1/conversations/{id}/messages/import into ${progress.stored.conversations} conversations of under ${IMPORTED_CONVERSATION_TOKENS} estimated tokens each (so none waits for a summary), dated over the two years before, in ${progress.stored.seconds} s; recall searches all of them.`,
       `Then ${TURNS} turns of one conversation through POST /v1/chat, one at a time (${PAUSE_MS} ms between them): pairs of LoCoMo lines, and the ${PLANTED_FACTS.length} planted facts at turns 2, 7, …, ${2 + (PLANTED_FACTS.length - 1) * PLANT_EVERY}; then one question per fact.`,
       'The fake answers a turn with two sentences, a summary request with the gist of each user line (at most 200 words), and a fact extraction with valid JSON: the planted fact, a fact for one filler turn in four, or no operations. Summaries and extractions thus run after the turns as they would with a real model.',
       "Turn overhead: the round trip of POST /v1/chat less the time the fake spent composing that turn's answer (well under a millisecond: what remains is the stack's own cost, including model-gateway's HTTP call to the fake). Recall and model step times are the ones each run recorded (orchestrator.run_steps).",
       "Prompt tokens: the fake's usage, a quarter of the characters of every message sent (the same estimate the memory service budgets with).",
-      `A fact is in the context when its words are in the prompt the fake got for the question (the question itself aside). Resident memory (VmRSS) every ${SAMPLE_EVERY} turns; growth is from turn ${WARM_UP_TURNS} (the end of warm-up) to the end, after ${SETTLE_MS / 1000} s idle. Percentiles "after warm-up" leave out the first ${WARM_UP_TURNS} turns.`,
+      `A fact is in the context when its words are in the prompt the fake got for the question (the question itself aside). Resident memory (VmRSS) every ${SAMPLE_EVERY} turns; growth is from turn ${WARM_UP_TURNS} (the end of warm-up) to the last sample (at the end: after ${SETTLE_MS / 1000} s idle). Percentiles "after warm-up" leave out the first ${WARM_UP_TURNS} turns.`,
     ],
     machine: {
       cpus: cpus().length,
-      loadAverage: { start: loadAtStart, max: maxLoad, end: end.loadAverage },
+      loadAverage: { start: loads[0] ?? NaN, max: Math.max(...loads), end: loads.at(-1) ?? NaN },
     },
     settings: {
       turns: TURNS,
@@ -346,11 +271,11 @@ try {
       warmUpTurns: WARM_UP_TURNS,
       window: WINDOW,
     },
-    memories: { stored: MEMORIES, conversations: stored.conversations, seconds: stored.seconds },
+    memories: { stored: MEMORIES, ...progress.stored },
     overheadMs: {
       afterWarmUp: overhead,
       allTurns: spread(turns.map((turn) => turn.overheadMs)),
-      questions: spread(questionTurns.map((turn) => turn.overheadMs)),
+      questions: spread(progress.questionTurns.map((turn) => turn.overheadMs)),
     },
     breakdownAfterWarmUp: {
       recallMs: spread(settled.flatMap((turn) => turn.recallMs ?? [])),
@@ -359,7 +284,12 @@ try {
         settled.map((turn) => turn.overheadMs - (turn.recallMs ?? 0) - (turn.modelMs ?? 0)),
       ),
     },
-    promptTokens: { ...prompt, budget: CONTEXT_TOKEN_BUDGET, overBudget, toolDefinitions },
+    promptTokens: {
+      ...prompt,
+      budget: CONTEXT_TOKEN_BUDGET,
+      overBudget,
+      toolDefinitions: model.lastTurnToolTokens(),
+    },
     windows: describeWindows(turns, WINDOW),
     samples,
     growthAfterWarmUpPercent: growth,
@@ -367,7 +297,7 @@ try {
     facts,
     background: { ...model.counts },
     extractions,
-    failures,
+    failures: progress.failures,
     targets: [
       {
         name: `turn overhead p95 with ${MEMORIES} memories`,
@@ -390,17 +320,116 @@ try {
       {
         name: 'planted facts in the context at the end',
         target: `${PLANTED_FACTS.length} of ${PLANTED_FACTS.length}`,
-        value: `${found} of ${PLANTED_FACTS.length}`,
+        value: progress.isComplete ? `${found} of ${PLANTED_FACTS.length}` : 'not asked yet',
         isMet: found === PLANTED_FACTS.length,
       },
     ],
   };
-
   await mkdir(RESULTS_DIR, { recursive: true });
   await writeFile(resolve(RESULTS_DIR, 'soak.json'), `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(resolve(RESULTS_DIR, 'soak.md'), renderMarkdown(report, PROCESSES));
+  return report;
+}
+
+const lines = await loadChatLines(CHAT_LINES);
+const model = createSoakModel(PLANTED_FACTS);
+const plantedAt = new Map(PLANTED_FACTS.map((fact, index) => [2 + index * PLANT_EVERY, fact]));
+
+const fixture = await startStackFixture({
+  CONTEXT_TOKEN_BUDGET: String(CONTEXT_TOKEN_BUDGET),
+  SUMMARY_TRIGGER_TOKENS: String(SUMMARY_TRIGGER_TOKENS),
+  SUMMARY_KEEP_TOKENS: '2000',
+  // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
+  // would refuse most of it.
+  USER_REQUESTS_PER_MINUTE: '0',
+  USER_DAILY_COST_LIMIT_USD: '0',
+});
+fixture.fake.onChat((request) => model.answer(request));
+const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+await db.connect();
+try {
+  const { apiKey, user } = await fixture.createUser('soak');
+  process.stdout.write(`soak: storing ${MEMORIES} memories, then ${TURNS} turns\n`);
+  const stored = await storeMemories(fixture, apiKey, lines);
+  process.stdout.write(`  stored in ${stored.seconds} s\n`);
+  await wait(SETTLE_MS);
+
+  const progress: Progress = {
+    userId: user.id,
+    stored,
+    turns: [],
+    samples: [await sample(fixture, db, 0, user.id, undefined)],
+    failures: [],
+    facts: [],
+    questionTurns: [],
+    conversationId: undefined,
+    isComplete: false,
+  };
+  let failedInARow = 0;
+
+  // One turn: its overhead, prompt size and run, or undefined when it failed.
+  const chat = async (turn: number, message: string): Promise<TurnRecord | undefined> => {
+    const started = performance.now();
+    const response = await fixture.chat(apiKey, { message });
+    const text = await response.text();
+    const overheadMs = performance.now() - started - model.takeTurnModelMs();
+    // The fake keeps every request it got; a 10,000-turn soak would hold them all.
+    fixture.fake.requests.splice(0);
+    if (response.status !== 200) {
+      if (progress.failures.length < 20) {
+        progress.failures.push({ turn, status: response.status, body: text.slice(0, 300) });
+      }
+      if (++failedInARow >= 20) throw new Error(`20 turns in a row failed; the last: ${text}`);
+      return undefined;
+    }
+    failedInARow = 0;
+    const body = ChatResponse.parse(JSON.parse(text));
+    progress.conversationId = body.conversationId;
+    return { overheadMs, promptTokens: body.usage.inputTokens, runId: body.runId };
+  };
+
+  for (let turn = 0; turn < TURNS; turn++) {
+    const planted = plantedAt.get(turn);
+    // Always two lines said together, paired unlike any imported memory: a message that only
+    // repeats memories would be skipped by fact extraction as "nothing new".
+    const filler = composeMessage(lines, lines.length + turn, 17);
+    const record = await chat(turn, planted?.statement ?? filler);
+    if (record) progress.turns.push(record);
+    if (PAUSE_MS > 0) await wait(PAUSE_MS);
+    if ((turn + 1) % SAMPLE_EVERY === 0) {
+      progress.samples.push(await sample(fixture, db, turn + 1, user.id, progress.conversationId));
+    }
+    if ((turn + 1) % WINDOW === 0) {
+      const window = progress.turns.slice(-WINDOW);
+      const recent = spread(window.map((t) => t.overheadMs));
+      const last = progress.samples.at(-1);
+      process.stdout.write(
+        `  turns ${turn + 1 - WINDOW}-${turn}: overhead p50 ${recent.p50} ms, p95 ${recent.p95} ms; ` +
+          `prompt max ${spread(window.map((t) => t.promptTokens)).max} tokens; ` +
+          `rss orchestrator ${last?.residentMb.orchestrator} MB, memory ${last?.residentMb.memory} MB; load ${last?.loadAverage}\n`,
+      );
+      await writeReport(db, progress);
+    }
+  }
+
+  for (const [index, fact] of PLANTED_FACTS.entries()) {
+    const record = await chat(TURNS + index, fact.question);
+    if (record) progress.questionTurns.push(record);
+    progress.facts.push({
+      needle: fact.needle,
+      question: fact.question,
+      places: record ? locateInPrompt(model.lastTurnPrompt(), fact.needle) : [],
+    });
+  }
+  await wait(SETTLE_MS);
+  progress.samples.push(
+    await sample(fixture, db, TURNS + PLANTED_FACTS.length, user.id, progress.conversationId),
+  );
+  progress.isComplete = true;
+  const report = await writeReport(db, progress);
+  const load = report.machine.loadAverage;
   process.stdout.write(
-    `soak of ${TURNS} turns with ${MEMORIES} memories (load ${loadAtStart}-${maxLoad}):\n`,
+    `soak of ${TURNS} turns with ${MEMORIES} memories (load average ${load.start} at the start, ${load.max} at most):\n`,
   );
   for (const target of report.targets) {
     process.stdout.write(

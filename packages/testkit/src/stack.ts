@@ -55,8 +55,20 @@ export class Stack {
     for (const name of [...SERVICE_NAMES, 'postgres'] as const) {
       this.ports.set(name, this.options.ports?.[name] ?? (await freePort()));
     }
-    if (!this.options.databaseUrl) await this.startDatabase();
-    await Promise.all(SERVICE_NAMES.map((name) => this.startService(name)));
+    try {
+      if (!this.options.databaseUrl) await this.startDatabase();
+      // allSettled: one service failing to start must not leave the others starting unwatched.
+      const started = await Promise.allSettled(
+        SERVICE_NAMES.map((name) => this.startService(name)),
+      );
+      const failure = started.find((result) => result.status === 'rejected');
+      if (failure) throw failure.reason;
+    } catch (error) {
+      // A stack that did not come up is stopped whole: nobody else holds its processes, so
+      // they would outlive the test run and load the machine.
+      await this.stop();
+      throw error;
+    }
   }
 
   async startDatabase(): Promise<void> {

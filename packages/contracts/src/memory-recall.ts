@@ -2,6 +2,13 @@ import { z } from 'zod';
 import { Id, StoredMessage } from './common';
 import { defineRpc } from './define';
 import { MemoryKind } from './memory-search';
+import { TokenizerFamily } from './model-route';
+
+// The most items of each kind recall returns (and of recent messages, `recentLimit`): the
+// orchestrator keeps room in the prompt for how it frames each one (date, kind, list marker).
+export const RECALL_PROFILE_LIMIT = 20;
+export const RECALL_RELEVANT_LIMIT = 8;
+export const RECALL_SUMMARY_LIMIT = 10;
 
 // What memory hands the orchestrator for a turn, all within a token budget: the user's pinned
 // profile facts, the items most relevant to the new message (with their dates), the rolling
@@ -13,9 +20,13 @@ export const MemoryRecallRequest = z.object({
   messageId: Id.optional(),
   query: z.string().max(32_000).optional(),
   tokenBudget: z.number().int().min(200).max(1_000_000).default(8_000),
+  // Whose tokens the budget is in: the model expected to answer (model-gateway.route).
+  tokenizer: TokenizerFamily.default('estimate'),
   recentLimit: z.number().int().min(1).max(500).default(50),
 });
 export type MemoryRecallRequest = z.input<typeof MemoryRecallRequest>;
+
+const TokenCount = z.number().int().nonnegative();
 
 export const RecalledItem = z.object({
   kind: MemoryKind,
@@ -38,8 +49,13 @@ export const MemoryRecallResponse = z.object({
   relevant: z.array(RecalledItem),
   summaries: z.array(RecalledSummary),
   recent: z.array(StoredMessage),
-  // Estimated tokens of everything above.
-  tokens: z.number().int().nonnegative(),
+  // Tokens of the texts above, per part, counted with the request's tokenizer.
+  tokens: z.object({
+    profile: TokenCount,
+    relevant: TokenCount,
+    summaries: TokenCount,
+    recent: TokenCount,
+  }),
 });
 export type MemoryRecallResponse = z.infer<typeof MemoryRecallResponse>;
 

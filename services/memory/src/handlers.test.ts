@@ -9,6 +9,7 @@ import {
 } from '@jarvis/contracts';
 import { migrate } from '@jarvis/db';
 import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { loadTokenCounter } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerHandlers } from './handlers';
 
@@ -172,6 +173,49 @@ describe('memory.recall', () => {
     ]);
     expect(recent.map((message) => message.role)).toEqual(['assistant', 'user', 'assistant']);
     expect(recent.every((message) => message.conversationId === conversationId)).toBe(true);
+  });
+
+  it("fills the budget counted with the answering model's tokenizer", async () => {
+    const userId = randomUUID();
+    // Mostly Japanese: about one token a character, where the estimate sees a quarter.
+    const note = (index: number) =>
+      `Note ${index} about purple: 私の好きな色は紫です。今日は晴れです。`;
+    const { message } = await append(userId, note(0));
+    const conversationId = message.conversationId;
+    for (let index = 1; index < 30; index += 1) await append(userId, note(index), conversationId);
+    const o200k = await loadTokenCounter('o200k_base');
+    const sumOf = (texts: string[]) => texts.reduce((sum, text) => sum + o200k.count(text), 0);
+
+    // The five newest messages, and the notes that match the query besides them.
+    const searched = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId,
+      query: 'purple note',
+      tokenBudget: 400,
+      tokenizer: 'o200k_base',
+      recentLimit: 5,
+    });
+    // As many of the newest messages as fit.
+    const recall = (tokenizer: 'o200k_base' | 'estimate') =>
+      clientBus.request(memoryRecall, { userId, conversationId, tokenBudget: 200, tokenizer });
+    const counted = await recall('o200k_base');
+    const estimated = await recall('estimate');
+
+    expect(searched.tokens).toEqual({
+      profile: 0,
+      relevant: sumOf(searched.relevant.map((item) => item.text)),
+      summaries: 0,
+      recent: sumOf(searched.recent.map((recent) => recent.content)),
+    });
+    expect(searched.relevant.length).toBeGreaterThan(0);
+    expect(searched.tokens.relevant).toBeLessThanOrEqual(400 * 0.15);
+    expect(searched.recent).toHaveLength(5);
+    expect(counted.tokens.recent).toBe(sumOf(counted.recent.map((recent) => recent.content)));
+    expect(counted.tokens.recent).toBeLessThanOrEqual(200);
+    expect(counted.tokens.recent).toBeGreaterThan(200 - o200k.count(note(29)));
+    expect(counted.recent.at(-1)?.content).toBe(note(29));
+    // The four-characters estimate lets through nearly twice what the model reads.
+    expect(sumOf(estimated.recent.map((recent) => recent.content))).toBeGreaterThan(300);
   });
 
   it("answers another user's conversation exactly like a missing one", async () => {

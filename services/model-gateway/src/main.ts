@@ -5,6 +5,7 @@ import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
+import { registerRouteHandlers } from './route-handlers';
 import { createRouting } from './routing/create-routing';
 import { createGenAiMetrics } from './telemetry/gen-ai';
 import { usageLimitsFrom } from './usage/usage-env';
@@ -59,6 +60,7 @@ try {
     );
   }
   registerHandlers(bus, routing);
+  registerRouteHandlers(bus, routing);
   registerUsageHandlers(bus, { pool, redis, limits });
 
   const service = createService({

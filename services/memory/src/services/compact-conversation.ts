@@ -3,6 +3,7 @@ import { type Bus, publishWork } from '@jarvis/bus';
 import { compactionRequested, modelChat } from '@jarvis/contracts';
 import { type Pool, type Queryable, withTransaction } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { estimateTokens } from '@jarvis/tokens';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
   findLatestSummary,
@@ -12,7 +13,6 @@ import {
   type TailMessage,
 } from '../repositories/summaries-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
-import { estimateTokens } from './tokens';
 
 export type CompactionSettings = {
   // A tail longer than this is summarised...

@@ -1,6 +1,14 @@
 import { BusError } from '@jarvis/bus';
-import type { MemoryRecallRequest, MemoryRecallResponse, RecalledItem } from '@jarvis/contracts';
+import {
+  type MemoryRecallRequest,
+  type MemoryRecallResponse,
+  RECALL_PROFILE_LIMIT,
+  RECALL_RELEVANT_LIMIT,
+  RECALL_SUMMARY_LIMIT,
+  type RecalledItem,
+} from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
+import { loadTokenCounter } from '@jarvis/tokens';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
 import { findMessageContent, listRecentMessages } from '../repositories/messages-repository';
@@ -8,7 +16,6 @@ import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
 import type { DenseIndex } from './dense-index';
 import { searchMemory } from './search-service';
-import { estimateTokens } from './tokens';
 
 type RecallRequest = z.output<typeof MemoryRecallRequest>;
 
@@ -16,9 +23,6 @@ type RecallRequest = z.output<typeof MemoryRecallRequest>;
 const PROFILE_SHARE = 0.1;
 const RELEVANT_SHARE = 0.15;
 const SUMMARY_SHARE = 0.25;
-const PROFILE_LIMIT = 20;
-const RELEVANT_LIMIT = 8;
-const SUMMARY_LIMIT = 10;
 
 export async function recallContext(
   pool: Pool,
@@ -32,9 +36,10 @@ export async function recallContext(
   const query = request.messageId
     ? await findMessageContent(pool, request.userId, request.messageId)
     : request.query;
-  const [profileFacts, summaries, recent, found] = await Promise.all([
-    listProfileFacts(pool, request.userId, PROFILE_LIMIT),
-    listSummaries(pool, request.userId, conversationId, SUMMARY_LIMIT),
+  const [counter, profileFacts, summaries, recent, found] = await Promise.all([
+    loadTokenCounter(request.tokenizer),
+    listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
+    listSummaries(pool, request.userId, conversationId, RECALL_SUMMARY_LIMIT),
     listRecentMessages(pool, request.userId, conversationId, request.recentLimit),
     query?.trim()
       ? searchMemory(
@@ -42,7 +47,7 @@ export async function recallContext(
           {
             userId: request.userId,
             query,
-            limit: RELEVANT_LIMIT + request.recentLimit,
+            limit: RECALL_RELEVANT_LIMIT + request.recentLimit,
             kinds: ['message', 'fact', 'summary', 'document'],
           },
           now,
@@ -51,16 +56,18 @@ export async function recallContext(
       : Promise.resolve({ results: [] }),
   ]);
 
-  const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) => fact.content);
+  const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>
+    counter.count(fact.content),
+  );
   // What the prompt shows anyway (recent messages, profile facts) is not recalled twice.
   const shown = new Set([
     ...recent.map((message) => message.id),
-    ...profile.map((fact) => fact.id),
+    ...profile.items.map((fact) => fact.id),
   ]);
   const relevant = fitWithin(
     found.results
       .filter((result) => !shown.has(result.id))
-      .slice(0, RELEVANT_LIMIT)
+      .slice(0, RECALL_RELEVANT_LIMIT)
       .map(
         (result): RecalledItem => ({
           kind: result.kind,
@@ -70,39 +77,49 @@ export async function recallContext(
         }),
       ),
     budget * RELEVANT_SHARE,
-    (item) => item.text,
+    (item) => counter.count(item.text),
   );
-  const keptSummaries = fitWithin(
-    summaries,
-    budget * SUMMARY_SHARE,
-    (summary) => summary.content,
-  ).reverse();
-  const used = [
-    ...profile.map((fact) => fact.content),
-    ...relevant.map((item) => item.text),
-    ...keptSummaries.map((summary) => summary.content),
-  ].reduce((sum, text) => sum + estimateTokens(text), 0);
+  const keptSummaries = fitWithin(summaries, budget * SUMMARY_SHARE, (summary) =>
+    counter.count(summary.content),
+  );
+  const used = profile.tokens + relevant.tokens + keptSummaries.tokens;
   // Newest first until the budget is spent, then back in order; the newest message always fits.
   const keptRecent = fitWithin(
     [...recent].reverse(),
     Math.max(budget - used, 0),
-    (message) => message.content,
+    (message) => counter.count(message.content),
     1,
-  ).reverse();
-  const tokens =
-    used + keptRecent.reduce((sum, message) => sum + estimateTokens(message.content), 0);
-  return { profile, relevant, summaries: keptSummaries, recent: keptRecent, tokens };
+  );
+  return {
+    profile: profile.items,
+    relevant: relevant.items,
+    summaries: keptSummaries.items.reverse(),
+    recent: keptRecent.items.reverse(),
+    tokens: {
+      profile: profile.tokens,
+      relevant: relevant.tokens,
+      summaries: keptSummaries.tokens,
+      recent: keptRecent.tokens,
+    },
+  };
 }
 
-// The longest prefix of items whose estimated tokens fit; at least `minimum` items.
-function fitWithin<T>(items: T[], budget: number, textOf: (item: T) => string, minimum = 0): T[] {
+// The longest prefix of items that fits, and its tokens; at least `minimum` items. Each item is
+// counted once, and counting stops at the first that does not fit, so a recall counts about its
+// budget's worth of text however long the candidates are.
+function fitWithin<T>(
+  items: T[],
+  budget: number,
+  tokensOf: (item: T) => number,
+  minimum = 0,
+): { items: T[]; tokens: number } {
   const kept: T[] = [];
   let used = 0;
   for (const item of items) {
-    const tokens = estimateTokens(textOf(item));
+    const tokens = tokensOf(item);
     if (used + tokens > budget && kept.length >= minimum) break;
     kept.push(item);
     used += tokens;
   }
-  return kept;
+  return { items: kept, tokens: used };
 }

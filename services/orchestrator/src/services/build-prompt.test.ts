@@ -20,7 +20,14 @@ function recalled(
   recent: StoredMessage[],
   extra: Partial<MemoryRecallResponse> = {},
 ): MemoryRecallResponse {
-  return { profile: [], relevant: [], summaries: [], recent, tokens: 0, ...extra };
+  return {
+    profile: [],
+    relevant: [],
+    summaries: [],
+    recent,
+    tokens: { profile: 0, relevant: 0, summaries: 0, recent: 0 },
+    ...extra,
+  };
 }
 
 describe('buildPrompt', () => {

@@ -41,6 +41,7 @@ import {
   type StepRecorder,
 } from './agent-loop';
 import { buildPrompt } from './build-prompt';
+import { describeContext, planContextBudget } from './context-budget';
 
 export type TurnDeps = {
   bus: Bus;
@@ -48,7 +49,8 @@ export type TurnDeps = {
   redis: Redis;
   logger: Logger;
   historyLimit: number;
-  // Tokens memory may fill with profile, recalled items, summaries and recent messages.
+  // Most tokens memory may fill with profile, recalled items, summaries and recent messages;
+  // the answering model's window may leave less (context-budget.ts).
   contextTokenBudget: number;
   // Lease of the conversation lock; renewed while the turn runs.
   lockLeaseMs: number;
@@ -143,20 +145,16 @@ export async function runTurn(
 async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEvent> {
   const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt });
   const recallStarted = new Date();
+  const budget = await planContextBudget(deps, recallStarted, run.timeZone);
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,
     messageId: run.userMessageId,
-    tokenBudget: deps.contextTokenBudget,
+    tokenBudget: budget.tokenBudget,
+    tokenizer: budget.tokenizer,
     recentLimit: deps.historyLimit,
   });
-  const context = {
-    tokenBudget: deps.contextTokenBudget,
-    profile: recall.profile.length,
-    relevant: recall.relevant.length,
-    summaries: recall.summaries.length,
-    recent: recall.recent.length,
-  };
+  const context = describeContext(budget, recall, run.userMessageId);
   await recorder.record({
     kind: 'recall',
     name: 'memory.recall',
@@ -361,7 +359,7 @@ function failureNote(info: ErrorInfo): string {
 }
 
 // A model failure carries the model gateway's typed error; anything else is ours.
-function describeFailure(error: unknown): ErrorInfo {
+export function describeFailure(error: unknown): ErrorInfo {
   const cause = error instanceof ModelFailure ? error.cause : error;
   if (cause instanceof BusError) return cause.toInfo();
   if (error instanceof ModelFailure) {

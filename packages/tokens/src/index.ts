@@ -1,0 +1,2 @@
+export * from './count-tokens';
+export * from './tokenizer-family';

@@ -1,0 +1,141 @@
+import type { Bus } from '@jarvis/bus';
+import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { modelRoute } from '@jarvis/contracts';
+import { createLogger, createMetrics } from '@jarvis/telemetry';
+import { connectTestRedis, uniqueNamespace } from '@jarvis/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadEnv } from './env';
+import { registerRouteHandlers } from './route-handlers';
+import { createRouting, type Routing } from './routing/create-routing';
+import { createGenAiMetrics } from './telemetry/gen-ai';
+import { usageLimitsFrom } from './usage/usage-env';
+import { createUsageMeter } from './usage/usage-meter';
+
+const logger = createLogger('model-gateway-test', 'silent');
+
+type Gateway = { client: Bus; routing: Routing; close(): Promise<void> };
+
+let redis: Redis;
+const gateways: Gateway[] = [];
+
+beforeAll(() => {
+  redis = connectTestRedis();
+});
+
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((gateway) => gateway.close()));
+});
+
+afterAll(() => {
+  redis?.disconnect();
+});
+
+// The gateway's routing as main.ts builds it, in a namespace of its own; no model is called.
+async function startGateway(source: Record<string, string>): Promise<Gateway> {
+  const namespace = uniqueNamespace('model-route');
+  const server = await connectTestBus(namespace);
+  const client = await connectTestBus(namespace);
+  const env = loadEnv(source);
+  const meter = createUsageMeter({ redis, bus: server, limits: usageLimitsFrom(env), logger });
+  const routing = createRouting(env, {
+    bus: server,
+    redis,
+    meter,
+    metrics: createGenAiMetrics(createMetrics('model-route-test')),
+    logger,
+  });
+  const subscriptions = registerRouteHandlers(server, routing);
+  await server.nc.flush();
+  const gateway = {
+    client,
+    routing,
+    async close() {
+      for (const subscription of subscriptions) subscription.unsubscribe();
+      await meter.stop();
+      for await (const keys of redis.scanStream({ match: `${namespace}:*`, count: 500 })) {
+        if (keys.length > 0) await redis.del(...keys);
+      }
+      await client.close();
+      await server.close();
+    },
+  };
+  gateways.push(gateway);
+  return gateway;
+}
+
+const CHAT_ROUTE = 'anthropic/claude-sonnet-4-5,openai/gpt-4.1-mini,ollama/llama3.2:3b';
+
+describe('model-gateway.route', () => {
+  it('answers the chat models in the order calls try them, with window and tokenizer', async () => {
+    const { client } = await startGateway({
+      ANTHROPIC_API_KEY: 'k',
+      OPENAI_API_KEY: 'k',
+      MODEL_ROUTE_CHAT: CHAT_ROUTE,
+    });
+
+    const route = await client.request(modelRoute, { purpose: 'chat' });
+
+    expect(route).toEqual({
+      purpose: 'chat',
+      models: [
+        {
+          provider: 'anthropic',
+          model: 'claude-sonnet-4-5',
+          contextWindow: 200_000,
+          tokenizer: 'claude',
+        },
+        {
+          provider: 'openai',
+          model: 'gpt-4.1-mini',
+          contextWindow: 1_047_576,
+          tokenizer: 'o200k_base',
+        },
+        // Ollama reads no more than the window it runs with (OLLAMA_NUM_CTX).
+        { provider: 'ollama', model: 'llama3.2:3b', contextWindow: 16_384, tokenizer: 'llama3' },
+      ],
+    });
+  });
+
+  it('leaves out models without credentials, as calls do', async () => {
+    const { client } = await startGateway({ MODEL_ROUTE_CHAT: CHAT_ROUTE });
+
+    const route = await client.request(modelRoute, { purpose: 'chat' });
+
+    expect(route.models.map((model) => model.provider)).toEqual(['ollama']);
+  });
+
+  it('marks the models whose provider cools down, which calls skip', async () => {
+    const { client, routing } = await startGateway({
+      ANTHROPIC_API_KEY: 'k',
+      OPENAI_API_KEY: 'k',
+      MODEL_ROUTE_CHAT: CHAT_ROUTE,
+    });
+    await routing.chat.cooldown.trip('anthropic');
+
+    const route = await client.request(modelRoute, { purpose: 'chat' });
+
+    expect(route.models[0]).toMatchObject({
+      provider: 'anthropic',
+      coolingDownUntil: expect.any(String),
+    });
+    expect(Date.parse(route.models[0]?.coolingDownUntil ?? '')).toBeGreaterThan(Date.now());
+    expect(route.models[1]).not.toHaveProperty('coolingDownUntil');
+  });
+
+  it('ends the embed route with the built-in embedder', async () => {
+    const { client } = await startGateway({});
+
+    const route = await client.request(modelRoute, { purpose: 'embed' });
+
+    expect(route.models.at(-1)).toMatchObject({ provider: 'local', model: 'hash-v1-384' });
+  });
+
+  it('refuses an unknown purpose at the edge', async () => {
+    const { client } = await startGateway({});
+
+    const reply = await sendRaw(client, modelRoute.subject, { purpose: 'vision' });
+
+    expect(reply).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+  });
+});

@@ -1,0 +1,31 @@
+import type { Bus } from '@jarvis/bus';
+import { type ModelRouteResponse, modelRoute } from '@jarvis/contracts';
+import { tokenizerFamilyOf } from '@jarvis/tokens';
+import type { Purpose } from './config/model-config';
+import type { Routing } from './routing/create-routing';
+
+// model-gateway.route: a purpose's models in the order calls try them, as this replica routes
+// them (credentials, env overrides, the built-in embedder), with the providers cooling down now.
+export function registerRouteHandlers(bus: Bus, routing: Routing): ReturnType<Bus['serve']>[] {
+  return [bus.serve(modelRoute, ({ purpose }) => describeRoute(routing, purpose))];
+}
+
+async function describeRoute(routing: Routing, purpose: Purpose): Promise<ModelRouteResponse> {
+  const route = purpose === 'embed' ? routing.embed.route : routing.chat.routes[purpose];
+  const cooling = await routing.chat.cooldown.open([
+    ...new Set(route.map((target) => target.provider)),
+  ]);
+  return {
+    purpose,
+    models: route.map((target) => {
+      const until = cooling.get(target.provider);
+      return {
+        provider: target.provider,
+        model: target.model,
+        contextWindow: target.info.contextWindow,
+        tokenizer: tokenizerFamilyOf(target.provider, target.model),
+        ...(until ? { coolingDownUntil: until.toISOString() } : {}),
+      };
+    }),
+  };
+}

@@ -40,6 +40,8 @@ export async function startStackFixture(
       // No Ollama here: the built-in embedder serves.
       MODEL_ROUTE_EMBED: '',
       JARVIS_ADMIN_KEY: adminKey,
+      // The pages tests serve to web_fetch are on loopback.
+      TOOLS_ALLOW_PRIVATE_NETWORK: 'true',
       LOG_LEVEL: 'warn',
       ...extraEnv,
     },

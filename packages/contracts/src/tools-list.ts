@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineRpc } from './define';
 
 export const ToolRisk = z.enum(['safe', 'risky']);
+export type ToolRisk = z.infer<typeof ToolRisk>;
 
 export const ToolDescriptor = z.object({
   name: z.string(),

@@ -4,6 +4,8 @@ import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import { ToolRegistry } from './registry';
+import { isMetadataAddress, isPublicAddress } from './web/public-address';
+import { createWebFetchTool } from './web/web-fetch';
 
 const SERVICE = 'tools';
 
@@ -17,6 +19,15 @@ const metrics = createMetrics(SERVICE);
 
 try {
   const registry = new ToolRegistry();
+  registry.register(
+    createWebFetchTool({
+      isAllowedAddress: env.TOOLS_ALLOW_PRIVATE_NETWORK
+        ? (address) => !isMetadataAddress(address)
+        : isPublicAddress,
+      maxBytes: env.WEB_FETCH_MAX_BYTES,
+      timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
+    }),
+  );
   const bus = await Bus.connect({
     url: env.NATS_URL,
     namespace: env.NATS_NAMESPACE,

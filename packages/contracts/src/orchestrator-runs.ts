@@ -13,6 +13,11 @@ export const RUN_LIST_DEFAULT_LIMIT = 20;
 export const RunStatus = z.enum(['queued', 'running', 'waiting_approval', 'completed', 'failed']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
+// turn: answers a message. mission_task: one task of a mission, with the task's brief as its
+// prompt; its reply is the task's result, not a message.
+export const RunKind = z.enum(['turn', 'mission_task']);
+export type RunKind = z.infer<typeof RunKind>;
+
 export const RunStepKind = z.enum(['recall', 'model', 'tool', 'guardrail', 'error']);
 export type RunStepKind = z.infer<typeof RunStepKind>;
 
@@ -28,8 +33,11 @@ const RunListLimit = z.number().int().min(1).max(RUN_LIST_MAX_LIMIT);
 // What a listing shows of a run.
 export const RunSummary = z.object({
   id: Id,
+  kind: RunKind,
+  // The turn a turn's run answers; a task's run has its task's id here.
   turnId: Id,
   conversationId: Id,
+  missionId: Id.nullable(),
   status: RunStatus,
   // Deliveries of the turn that started work on it; more than one means it was redelivered.
   attempts: Count,
@@ -69,7 +77,8 @@ export const RunStep = z.object({
 export type RunStep = z.infer<typeof RunStep>;
 
 export const RunDetail = RunSummary.extend({
-  userMessageId: Id,
+  // The message a turn answers (null for a mission's task).
+  userMessageId: Id.nullable(),
   replyMessageId: Id.nullable(),
   // What the turn's context was made of (token budget, how many items of each kind recall gave).
   context: JsonObject,

@@ -14,7 +14,10 @@ const Env = z.object({
   TURN_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   // Turns this process works on at once (of different conversations).
   TURN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
-  // Tokens of context memory may fill per turn: profile, recalled items, summaries, recent turns.
+  // Most tokens of context memory may fill per turn (profile, recalled items, summaries, recent
+  // turns), in the tokens of the chat model expected to answer (model-gateway.route). A smaller
+  // window gives less: what it has left after MODEL_MAX_OUTPUT_TOKENS, the tool definitions and
+  // the prompt's fixed part. When the gateway cannot say, four characters count as a token.
   CONTEXT_TOKEN_BUDGET: z.coerce.number().int().min(500).default(8_000),
   // Most recent messages put in the prompt.
   HISTORY_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
@@ -29,10 +32,12 @@ const Env = z.object({
   TURN_DEADLINE_MS: z.coerce.number().int().min(1_000).default(300_000),
   // Characters of one tool result shown to the model.
   TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(200).default(8_000),
-  // Output tokens of one model call, and of all the calls of one turn.
+  // Output tokens of one model call (kept free of the context in the model's window), and of all
+  // the calls of one turn.
   MODEL_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(16).max(64_000).default(4_096),
   TURN_OUTPUT_TOKEN_CAP: z.coerce.number().int().min(16).default(16_000),
-  // Tools that wait for the user's approval before they run (comma-separated names).
+  // Tools that wait for the user's approval before they run (comma-separated names; `none`
+  // for none: an empty value means "not set", as compose passes a variable unset in .env).
   APPROVAL_TOOLS: z
     .string()
     .default('memory_delete,forget')
@@ -42,9 +47,11 @@ const Env = z.object({
           value
             .split(',')
             .map((name) => name.trim())
-            .filter(Boolean),
+            .filter((name) => name !== '' && name !== 'none'),
         ),
     ),
+  // How often the tools service's list of tools is asked for again (tools.list).
+  TOOLS_REFRESH_MS: z.coerce.number().int().min(100).default(60_000),
   // How long an approval waits for its user; then the run goes on without the call.
   APPROVAL_TTL_MS: z.coerce
     .number()
@@ -53,6 +60,13 @@ const Env = z.object({
     .default(24 * 3600_000),
   // How often expired approvals are looked for.
   APPROVAL_SWEEP_MS: z.coerce.number().int().min(100).default(10_000),
+  // Missions: the caps of one mission unless it sets its own (planning, every task and the
+  // report together), how many tasks this process runs at once, and each task's tool loop.
+  MISSION_MAX_TOKENS: z.coerce.number().int().min(1_000).default(200_000),
+  MISSION_MAX_COST_USD: z.coerce.number().positive().default(2),
+  MISSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
+  MISSION_TASK_MAX_STEPS: z.coerce.number().int().min(1).max(100).default(12),
+  MISSION_TASK_DEADLINE_MS: z.coerce.number().int().min(1_000).default(600_000),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -1,5 +1,5 @@
 import { Bus, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
-import { TURNS_STREAM, turnRequested } from '@jarvis/contracts';
+import { MISSIONS_STREAM, missionWork, TURNS_STREAM, turnRequested } from '@jarvis/contracts';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
@@ -7,8 +7,14 @@ import { Redis } from 'ioredis';
 import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
 import { loadEnv } from './env';
 import { registerHandlers, startTurnWorker } from './handlers';
+import type { MissionDeps } from './missions/mission-service';
+import { startMissionWorker } from './missions/mission-worker';
+import { registerMissionHandlers, resumeMissions } from './missions/missions-handlers';
 import { registerRunHandlers } from './runs-handlers';
+import type { LoopSettings } from './services/agent-loop';
 import { createMemoryTools } from './tools/memory-tools';
+import { createMissionTool } from './tools/mission-tool';
+import { startRemoteTools } from './tools/remote-tools';
 
 const SERVICE = 'orchestrator';
 
@@ -43,11 +49,52 @@ try {
     maxDeliver: env.TURN_MAX_DELIVER,
     maxInFlight: env.TURN_CONCURRENCY,
   };
+  const missionQueue: WorkQueueOptions = {
+    stream: MISSIONS_STREAM,
+    consumer: 'orchestrator-missions',
+    ackWaitMs: env.TURN_ACK_WAIT_MS,
+    maxDeliver: env.TURN_MAX_DELIVER,
+    maxInFlight: env.MISSION_CONCURRENCY,
+  };
   await ensureWorkQueue(bus, turnRequested, queue);
+  await ensureWorkQueue(bus, missionWork, missionQueue);
   registerHandlers(bus, pool);
   registerRunHandlers(bus, pool);
   registerApprovalHandlers(bus, pool);
   const sweeper = startApprovalSweeper(bus, pool, env.APPROVAL_SWEEP_MS);
+
+  const memoryTools = createMemoryTools(bus, env.APPROVAL_TOOLS);
+  const remoteTools = await startRemoteTools(bus, {
+    logger,
+    approvalTools: env.APPROVAL_TOOLS,
+    refreshMs: env.TOOLS_REFRESH_MS,
+  });
+  const tools = remoteTools.withBuiltIn(memoryTools);
+  const loop: LoopSettings = {
+    maxSteps: env.MAX_STEPS_PER_TURN,
+    toolTimeoutMs: env.TOOL_TIMEOUT_MS,
+    turnDeadlineMs: env.TURN_DEADLINE_MS,
+    toolResultMaxChars: env.TOOL_RESULT_MAX_CHARS,
+    maxOutputTokens: env.MODEL_MAX_OUTPUT_TOKENS,
+    turnOutputTokenCap: env.TURN_OUTPUT_TOKEN_CAP,
+    modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
+  };
+  // A mission's tasks get the turn's tools but not start_mission: a mission starts no other.
+  const missions: MissionDeps = {
+    bus,
+    pool,
+    logger,
+    tools,
+    loop: {
+      ...loop,
+      maxSteps: env.MISSION_TASK_MAX_STEPS,
+      turnDeadlineMs: env.MISSION_TASK_DEADLINE_MS,
+    },
+    defaults: { maxTokens: env.MISSION_MAX_TOKENS, maxCostUsd: env.MISSION_MAX_COST_USD },
+    maxDeliver: env.TURN_MAX_DELIVER,
+    leaseMs: env.TURN_ACK_WAIT_MS,
+  };
+  registerMissionHandlers(missions);
   const worker = await startTurnWorker(
     {
       bus,
@@ -56,22 +103,16 @@ try {
       logger,
       historyLimit: env.HISTORY_LIMIT,
       contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
-      tools: createMemoryTools(bus, env.APPROVAL_TOOLS),
+      tools: remoteTools.withBuiltIn([...memoryTools, createMissionTool(missions)]),
       approvalTtlMs: env.APPROVAL_TTL_MS,
-      loop: {
-        maxSteps: env.MAX_STEPS_PER_TURN,
-        toolTimeoutMs: env.TOOL_TIMEOUT_MS,
-        turnDeadlineMs: env.TURN_DEADLINE_MS,
-        toolResultMaxChars: env.TOOL_RESULT_MAX_CHARS,
-        maxOutputTokens: env.MODEL_MAX_OUTPUT_TOKENS,
-        turnOutputTokenCap: env.TURN_OUTPUT_TOKEN_CAP,
-        modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
-      },
+      loop,
       lockLeaseMs: env.TURN_ACK_WAIT_MS,
       maxDeliver: env.TURN_MAX_DELIVER,
     },
     queue,
   );
+  const missionWorker = await startMissionWorker(missions, missionQueue);
+  await resumeMissions(missions);
 
   const service = createService({
     name: SERVICE,
@@ -88,6 +129,7 @@ try {
     onStop: async () => {
       sweeper.stop();
       await worker.stop();
+      await missionWorker.stop();
       await bus.close();
       await pool.end();
       redis.disconnect();

@@ -137,8 +137,10 @@ describe('orchestrator.runs.list', () => {
       runs: [
         {
           id,
+          kind: 'turn',
           turnId,
           conversationId,
+          missionId: null,
           status: 'failed',
           attempts: 2,
           provider: 'openai',

@@ -15,6 +15,7 @@ import { createFactsRouter } from './facts-router';
 import { createFilesRouter } from './files-router';
 import { createForgetRouter } from './forget-router';
 import { createMemoryRouter } from './memory-router';
+import { createMissionsRouter } from './missions-router';
 import { parseBody } from './parse-body';
 import { createRunsRouter } from './runs-router';
 import { createUsageRouter } from './usage-router';
@@ -43,6 +44,7 @@ export function createApiRouter(deps: ApiDeps): Router {
   router.use('/usage', createUsageRouter(deps));
   router.use('/runs', createRunsRouter(deps));
   router.use('/approvals', createApprovalsRouter(deps));
+  router.use('/missions', createMissionsRouter(deps));
 
   router.post('/admin/users', async (req, res) => {
     const principal = await authenticate(deps.pool, req.get('authorization'));

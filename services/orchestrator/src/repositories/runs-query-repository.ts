@@ -1,6 +1,7 @@
 import type {
   ErrorInfo,
   RunDetail,
+  RunKind,
   RunStatus,
   RunStep,
   RunStepKind,
@@ -21,8 +22,10 @@ export type RunListFilter = {
 
 type RunSummaryRow = {
   id: string;
+  kind: RunKind;
   turn_id: string;
   conversation_id: string;
+  mission_id: string | null;
   status: RunStatus;
   attempts: number;
   provider: string | null;
@@ -41,7 +44,7 @@ type RunSummaryRow = {
 };
 
 type RunDetailRow = RunSummaryRow & {
-  user_message_id: string;
+  user_message_id: string | null;
   reply_message_id: string | null;
   context: Record<string, unknown>;
 };
@@ -65,7 +68,7 @@ type StepRow = {
 
 // Never reply_content: a listing stays small, and the reply is a message memory already holds.
 // Steps are counted over every attempt, as the detail lists them.
-const SUMMARY_COLUMNS = `id, turn_id, conversation_id, status, attempts, provider, model,
+const SUMMARY_COLUMNS = `id, kind, turn_id, conversation_id, mission_id, status, attempts, provider, model,
   input_tokens, output_tokens, cost_usd, error_code, error_message, trace_id, created_at,
   started_at, finished_at,
   (SELECT count(*)::int FROM orchestrator.run_steps s WHERE s.run_id = runs.id) AS steps`;
@@ -78,8 +81,10 @@ const STEP_COLUMNS = `id, attempt, seq, kind, name, status, input, output, error
 function toRunFields(row: RunSummaryRow): Omit<RunSummary, 'steps'> {
   return {
     id: row.id,
+    kind: row.kind,
     turnId: row.turn_id,
     conversationId: row.conversation_id,
+    missionId: row.mission_id,
     status: row.status,
     attempts: row.attempts,
     provider: row.provider,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BusError } from '@jarvis/bus';
 import type { ErrorInfo, Usage } from '@jarvis/contracts';
 import type { Pool, Queryable } from '@jarvis/db';
@@ -98,7 +99,7 @@ export async function findRunByTurn(
   turnId: string,
 ): Promise<Run | undefined> {
   const { rows } = await db.query<RunRow>(
-    'SELECT * FROM orchestrator.runs WHERE turn_id = $1 AND user_id = $2',
+    "SELECT * FROM orchestrator.runs WHERE turn_id = $1 AND user_id = $2 AND kind = 'turn'",
     [turnId, userId],
   );
   return rows[0] ? toRun(rows[0]) : undefined;
@@ -120,7 +121,8 @@ export async function markRunStarted(db: Pool, runId: string): Promise<number> {
 }
 
 export type RunCompletion = {
-  replyMessageId: string;
+  // null for a mission task's run: its reply is the task's result, not a message.
+  replyMessageId: string | null;
   replyContent: string;
   provider: string;
   model: string;
@@ -187,8 +189,34 @@ export async function findRunById(
   runId: string,
 ): Promise<Run | undefined> {
   const { rows } = await db.query<RunRow>(
-    'SELECT * FROM orchestrator.runs WHERE id = $1 AND user_id = $2',
+    "SELECT * FROM orchestrator.runs WHERE id = $1 AND user_id = $2 AND kind = 'turn'",
     [runId, userId],
   );
   return rows[0] ? toRun(rows[0]) : undefined;
+}
+
+export type TaskRun = { id: string; status: RunStatus; replyContent: string | null };
+
+// The run of a mission's task: one per task (the task's id is its turn_id), so a redelivered
+// task finds the run its crashed attempt started and counts another attempt on it.
+export async function ensureTaskRun(
+  db: Pool,
+  task: { id: string; userId: string; conversationId: string; missionId: string },
+  traceId: string | undefined,
+): Promise<TaskRun> {
+  await db.query(
+    `INSERT INTO orchestrator.runs
+       (id, turn_id, user_id, conversation_id, status, trace_id, kind, mission_id)
+     VALUES ($1, $2, $3, $4, 'queued', $5, 'mission_task', $6)
+     ON CONFLICT (turn_id) DO NOTHING`,
+    [randomUUID(), task.id, task.userId, task.conversationId, traceId ?? null, task.missionId],
+  );
+  const { rows } = await db.query<{ id: string; status: RunStatus; reply_content: string | null }>(
+    `SELECT id, status, reply_content FROM orchestrator.runs
+     WHERE turn_id = $1 AND user_id = $2 AND kind = 'mission_task'`,
+    [task.id, task.userId],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`task ${task.id} has no run`);
+  return { id: row.id, status: row.status, replyContent: row.reply_content };
 }

@@ -32,7 +32,16 @@ export type LoopRun = {
   turnId: string;
   userId: string;
   conversationId: string;
-  userMessageId: string;
+  // The message a turn answers (a mission's task answers none).
+  userMessageId: string | undefined;
+};
+
+// Limits the run shares with others (a mission's caps, its cancellation): asked before each
+// model call, told what each one cost.
+export type LoopBudget = {
+  // Why no more model calls may be made, in words for the user; undefined while they may.
+  exhausted(): Promise<string | undefined>;
+  charge(answer: ModelChatResponse): Promise<void>;
 };
 
 export type LoopResult = {
@@ -96,6 +105,7 @@ type LoopDeps = {
   settings: LoopSettings;
   recorder: StepRecorder;
   emit: (event: TurnEvent) => void;
+  budget?: LoopBudget;
 };
 
 // The tool loop: the model answers or asks for tools; their results (validated, time-limited,
@@ -184,8 +194,14 @@ export async function runAgentLoop(
         `I ran out of time for this message (the limit is ${Math.round(settings.turnDeadlineMs / 1_000)} s) before finishing.`,
       );
     }
+    const exhausted = await deps.budget?.exhausted();
+    if (exhausted) {
+      await tripped(deps, 'budget', { reason: exhausted });
+      return stop('budget', exhausted);
+    }
     state.steps += 1;
     const answer = await callModel(deps, run, state.messages, definitions, remaining);
+    await deps.budget?.charge(answer);
     state.usage.inputTokens += answer.usage.inputTokens;
     state.usage.outputTokens += answer.usage.outputTokens;
     state.costUsd += answer.costUsd;

@@ -44,7 +44,7 @@ export function buildPrompt(
 
 // "Sunday, 1 June 2025 at 14:34 (Europe/Oslo, GMT+02:00)": the user's own day and hour, which
 // "today" and "this evening" in their messages mean.
-function describeNow(now: Date, timeZone: string): string {
+export function describeNow(now: Date, timeZone: string): string {
   const local = new Intl.DateTimeFormat('en-GB', {
     timeZone,
     dateStyle: 'full',

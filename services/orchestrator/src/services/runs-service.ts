@@ -1,6 +1,5 @@
 import { BusError } from '@jarvis/bus';
 import type {
-  RunSummary,
   RunsGetRequest,
   RunsGetResponse,
   RunsListRequest,
@@ -15,14 +14,20 @@ type GetRequest = z.output<typeof RunsGetRequest>;
 
 // The cursor is a createdAt, to the millisecond, while Postgres keeps microseconds: a page ending
 // inside a millisecond would make the next one (created before it) skip the rest of it. So a full
-// page stops before the millisecond it shares with the first run left out.
-function endOnWholeMillisecond(runs: RunSummary[], limit: number): RunSummary[] {
-  const next = runs[limit];
-  if (!next) return runs;
-  const page = runs.slice(0, limit);
-  const whole = page.filter((run) => run.createdAt !== next.createdAt);
-  // More than a page of runs in one millisecond: the page can only cut it.
-  return whole.length > 0 ? whole : page;
+// page (found holds one more than the limit) stops before the millisecond it shares with the
+// first item left out; nextBefore is set only when more follow.
+export function pageByCreatedAt<T extends { createdAt: string }>(
+  found: T[],
+  limit: number,
+): { items: T[]; nextBefore?: string } {
+  const next = found[limit];
+  if (!next) return { items: found };
+  const page = found.slice(0, limit);
+  const whole = page.filter((item) => item.createdAt !== next.createdAt);
+  // More than a page of items in one millisecond: the page can only cut it.
+  const items = whole.length > 0 ? whole : page;
+  const last = items.at(-1);
+  return last ? { items, nextBefore: last.createdAt } : { items };
 }
 
 export async function listRuns(pool: Pool, request: ListRequest): Promise<RunsListResponse> {
@@ -37,10 +42,8 @@ export async function listRuns(pool: Pool, request: ListRequest): Promise<RunsLi
     },
     request.limit + 1,
   );
-  const runs = endOnWholeMillisecond(found, request.limit);
-  const last = runs.at(-1);
-  if (found.length <= request.limit || !last) return { runs };
-  return { runs, nextBefore: last.createdAt };
+  const { items, nextBefore } = pageByCreatedAt(found, request.limit);
+  return nextBefore ? { runs: items, nextBefore } : { runs: items };
 }
 
 export async function getRun(pool: Pool, request: GetRequest): Promise<RunsGetResponse> {

@@ -4,8 +4,9 @@ export type ToolContext = {
   userId: string;
   conversationId: string;
   runId: string;
-  // The message that started the turn: provenance of what the tools store.
-  userMessageId: string;
+  // The message that started the turn: provenance of what the tools store (a mission's task
+  // answers no message).
+  userMessageId: string | undefined;
   timeoutMs: number;
 };
 

@@ -86,7 +86,10 @@ const MEMORY_TOOLS = [
     'remember',
     'Store a fact about the user (a preference, a decision, a date) to recall in later turns.',
     memoryFactsRemember,
-    (context) => ({ userId: context.userId, sourceMessageIds: [context.userMessageId] }),
+    (context) => ({
+      userId: context.userId,
+      sourceMessageIds: context.userMessageId ? [context.userMessageId] : [],
+    }),
   ),
   memoryTool(
     'forget',

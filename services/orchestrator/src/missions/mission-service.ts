@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, BusError, publishWork } from '@jarvis/bus';
+import {
+  type MissionDetail,
+  type MissionsCreateRequest,
+  type MissionTaskPlan,
+  type MissionWork,
+  memoryAppend,
+  missionWork,
+} from '@jarvis/contracts';
+import { type Pool, withTransaction } from '@jarvis/db';
+import type { Logger } from '@jarvis/telemetry';
+import type { z } from 'zod';
+import {
+  chargeMission,
+  findMission,
+  insertMission,
+  insertTasks,
+  listTasks,
+  lockMission,
+  type StoredMission,
+  type StoredTask,
+  setMissionStatus,
+  setTaskStatus,
+} from '../repositories/missions-repository';
+import type { LoopBudget, LoopSettings } from '../services/agent-loop';
+import type { AgentTool } from '../tools/agent-tool';
+
+export type MissionDeps = {
+  bus: Bus;
+  pool: Pool;
+  logger: Logger;
+  // The tools a task may be given: those that need no approval (nobody is there to approve).
+  // Read at each use, so tools registered later are offered too.
+  tools: readonly AgentTool[];
+  // The tool loop of a task: like a turn's, with a task's own step count and deadline.
+  loop: LoopSettings;
+  defaults: { maxTokens: number; maxCostUsd: number };
+  maxDeliver: number;
+  // How long a running task stays its worker's without a sign of life (the queue's ack wait).
+  leaseMs: number;
+};
+
+export type CreateMission = z.output<typeof MissionsCreateRequest>;
+
+// The tools a task may use: the ones it names, else every one, never one that needs approval.
+export function taskTools(deps: MissionDeps, names: readonly string[] | null): AgentTool[] {
+  const safe = deps.tools.filter((tool) => tool.risk === 'safe');
+  return names === null ? safe : safe.filter((tool) => names.includes(tool.definition.name));
+}
+
+function checkToolNames(deps: MissionDeps, tasks: readonly MissionTaskPlan[]): void {
+  const available = new Set(taskTools(deps, null).map((tool) => tool.definition.name));
+  const unknown = [...new Set(tasks.flatMap((task) => task.tools ?? []))].filter(
+    (name) => !available.has(name),
+  );
+  if (unknown.length > 0) {
+    throw new BusError(
+      'bad_request',
+      `a mission's tasks cannot use ${unknown.join(', ')}; they may use ${[...available].sort().join(', ')}`,
+    );
+  }
+}
+
+// Stores the mission and sets it going: its tasks are queued, or a model is asked for a plan.
+// A mission from the API says in its conversation that it started (which also finds the user's
+// conversation when none is named, and refuses one that is not theirs); one started by the model
+// needs no such note: the model's own reply says it.
+export async function createMission(
+  deps: MissionDeps,
+  request: CreateMission,
+): Promise<MissionDetail> {
+  if (request.tasks) checkToolNames(deps, request.tasks);
+  const id = randomUUID();
+  let conversationId = request.conversationId;
+  if (request.createdBy === 'user' || !conversationId) {
+    const { message } = await deps.bus.request(memoryAppend, {
+      userId: request.userId,
+      conversationId,
+      role: 'assistant',
+      content: startNote(request.objective, request.tasks?.length),
+      idempotencyKey: `mission:${id}:start`,
+      metadata: { missionId: id },
+    });
+    conversationId = message.conversationId;
+  }
+  const mission = { id, userId: request.userId };
+  await withTransaction(deps.pool, async (db) => {
+    await insertMission(db, {
+      ...mission,
+      conversationId,
+      objective: request.objective,
+      status: request.tasks ? 'running' : 'planning',
+      createdBy: request.createdBy,
+      sourceRunId: request.sourceRunId,
+      maxTokens: request.maxTokens ?? deps.defaults.maxTokens,
+      maxCostUsd: request.maxCostUsd ?? deps.defaults.maxCostUsd,
+    });
+    if (request.tasks) await insertTasks(db, mission, withIds(request.tasks));
+  });
+  if (request.tasks) await advanceMission(deps, request.userId, id);
+  else await queueWork(deps.bus, { step: 'plan', userId: request.userId, missionId: id });
+  return getMission(deps.pool, request.userId, id);
+}
+
+function startNote(objective: string, tasks: number | undefined): string {
+  const plan = tasks ? `its ${tasks} tasks` : 'its tasks (I am planning them now)';
+  return `I started a mission: ${objective}\nI'll work on ${plan} in the background and post the report here.`;
+}
+
+export function withIds(tasks: readonly MissionTaskPlan[]) {
+  return tasks.map((task) => ({
+    id: randomUUID(),
+    title: task.title,
+    brief: task.brief,
+    dependsOn: [...new Set(task.dependsOn ?? [])],
+    tools: task.tools,
+  }));
+}
+
+export async function getMission(pool: Pool, userId: string, id: string): Promise<MissionDetail> {
+  const mission = await findMission(pool, userId, id);
+  if (!mission) throw new BusError('not_found', 'mission not found');
+  return detail(mission, await listTasks(pool, userId, id));
+}
+
+function detail(mission: StoredMission, tasks: StoredTask[]): MissionDetail {
+  const { userId: _user, ...shown } = mission;
+  return {
+    ...shown,
+    tasks: tasks.map(({ missionId: _mission, userId: _owner, ...task }) => task),
+  };
+}
+
+const FINISHED_TASK = new Set(['completed', 'failed', 'skipped']);
+
+// Moves a running mission on: tasks whose dependencies completed are queued, tasks that depend
+// on one that did not are skipped, and once every task has ended the report is queued. Holds the
+// mission's row lock, so two tasks ending at once move it on once. Publishing again what is
+// already queued is harmless (the message ids de-duplicate it), which is what lets a redelivered
+// job simply call this again.
+export async function advanceMission(deps: MissionDeps, userId: string, missionId: string) {
+  const work = await withTransaction(deps.pool, async (db): Promise<MissionWork[]> => {
+    const mission = await lockMission(db, userId, missionId);
+    if (!mission || mission.status !== 'running') return [];
+    const tasks = await listTasks(db, userId, missionId);
+    const byNumber = new Map(tasks.map((task) => [task.number, task]));
+    // Skipping one task may skip the tasks after it that depend on it: one pass in plan order
+    // settles them all, since a task depends only on tasks before it.
+    for (const task of tasks) {
+      if (task.status !== 'pending') continue;
+      const needed = task.dependsOn.map((number) => byNumber.get(number));
+      const missed = needed.find(
+        (other) => other && other.status !== 'completed' && FINISHED_TASK.has(other.status),
+      );
+      if (missed) {
+        task.status = 'skipped';
+        await setTaskStatus(db, task.id, 'skipped', {
+          error: {
+            code: 'conflict',
+            message: `task ${missed.number} (${missed.title}) did not complete`,
+          },
+        });
+      } else if (needed.every((other) => other?.status === 'completed')) {
+        task.status = 'queued';
+        await setTaskStatus(db, task.id, 'queued');
+      }
+    }
+    if (tasks.every((task) => FINISHED_TASK.has(task.status))) {
+      await setMissionStatus(db, missionId, 'reporting');
+      return [{ step: 'report', userId, missionId }];
+    }
+    return tasks
+      .filter((task) => task.status === 'queued')
+      .map((task) => ({ step: 'task', userId, missionId, taskId: task.id }));
+  });
+  for (const item of work) await queueWork(deps.bus, item);
+}
+
+export async function queueWork(bus: Bus, work: MissionWork): Promise<void> {
+  const key = work.step === 'task' ? `task:${work.taskId}` : work.step;
+  await publishWork(bus, missionWork, work, `mission:${work.missionId}:${key}`);
+}
+
+// Tasks not started are skipped; running ones stop before their next model call (the budget
+// says so); the report, written without a model, says what was done.
+export async function cancelMission(
+  deps: MissionDeps,
+  userId: string,
+  id: string,
+): Promise<MissionDetail> {
+  await withTransaction(deps.pool, async (db) => {
+    const mission = await lockMission(db, userId, id);
+    if (!mission) throw new BusError('not_found', 'mission not found');
+    if (!['planning', 'running'].includes(mission.status)) {
+      throw new BusError('conflict', `the mission is already ${mission.status}`);
+    }
+    for (const task of await listTasks(db, userId, id)) {
+      if (task.status === 'pending' || task.status === 'queued') {
+        await setTaskStatus(db, task.id, 'skipped', {
+          error: { code: 'cancelled', message: 'the mission was cancelled' },
+        });
+      }
+    }
+    await setMissionStatus(db, id, 'cancelled', {
+      code: 'cancelled',
+      message: 'cancelled by the user',
+    });
+  });
+  await queueWork(deps.bus, { step: 'report', userId, missionId: id });
+  return getMission(deps.pool, userId, id);
+}
+
+// The mission's caps and its cancellation, as every model call of its planning, tasks and
+// report sees them. Tasks running in parallel may each make the call that crosses a cap, so a
+// mission can end over it by at most one call per task running.
+export function missionBudget(pool: Pool, userId: string, missionId: string): LoopBudget {
+  return {
+    async exhausted() {
+      const mission = await findMission(pool, userId, missionId);
+      if (!mission) return 'The mission no longer exists.';
+      return whyStopped(mission);
+    },
+    async charge(answer) {
+      await chargeMission(pool, missionId, { ...answer.usage, costUsd: answer.costUsd });
+    },
+  };
+}
+
+export function whyStopped(mission: StoredMission): string | undefined {
+  if (mission.status === 'cancelled') return 'The mission was cancelled.';
+  const tokens = mission.usage.inputTokens + mission.usage.outputTokens;
+  if (tokens >= mission.limits.maxTokens) {
+    return `The mission reached its cap of ${mission.limits.maxTokens} tokens.`;
+  }
+  if (mission.costUsd >= mission.limits.maxCostUsd) {
+    return `The mission reached its cost cap of $${mission.limits.maxCostUsd}.`;
+  }
+  return undefined;
+}

@@ -33,7 +33,8 @@ export function registerHandlers(
   compaction = DEFAULT_COMPACTION,
   dense?: DenseIndex,
 ) {
-  // Compaction runs off the request path: a failure to queue it never fails the write.
+  // Compaction runs off the request path: the reply does not wait for the tail to be measured,
+  // and a failure to queue it never fails the write (the next message checks again).
   const compactLater = (userId: string, conversationId: string) =>
     requestCompactionIfDue(bus, pool, compaction, userId, conversationId).catch((error: unknown) =>
       bus.logger.warn({ err: error, conversationId }, 'could not queue compaction'),
@@ -50,7 +51,7 @@ export function registerHandlers(
     bus.serve(memoryAppend, async (request) => {
       const stored = await appendMessage(pool, request);
       if (!stored.isDuplicate) await rememberNow(request.userId, stored.message);
-      await compactLater(request.userId, stored.message.conversationId);
+      void compactLater(request.userId, stored.message.conversationId);
       return stored;
     }),
     bus.serve(memoryRecall, (request) => recallContext(pool, request, new Date(), dense)),

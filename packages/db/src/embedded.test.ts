@@ -18,8 +18,12 @@ afterAll(async () => {
   await dataDir?.remove();
 });
 
-async function start(): Promise<{ postgres: EmbeddedPostgres; pool: Pool }> {
-  running = await startEmbeddedPostgres({ dataDir: dataDir.path, port: 0 });
+async function start(analyzeEveryMs?: number): Promise<{ postgres: EmbeddedPostgres; pool: Pool }> {
+  running = await startEmbeddedPostgres({
+    dataDir: dataDir.path,
+    port: 0,
+    ...(analyzeEveryMs ? { analyzeEveryMs } : {}),
+  });
   openPool = createPool({ url: running.url, applicationName: 'embedded-test', max: 2 });
   return { postgres: running, pool: openPool };
 }
@@ -76,5 +80,28 @@ describe('startEmbeddedPostgres', () => {
       { id: 2, body: 'hates rain', distance: 1 },
     ]);
     await stop();
+  });
+});
+
+describe('planner statistics', () => {
+  it('are refreshed after use, as autovacuum would on a real Postgres', async () => {
+    const { pool } = await start(200);
+    try {
+      await pool.query('CREATE TABLE analyzed (id integer PRIMARY KEY, owner integer)');
+      await pool.query('INSERT INTO analyzed SELECT n, n % 10 FROM generate_series(1, 5000) AS n');
+      const estimate = async () => {
+        const { rows } = await pool.query<{ reltuples: number }>(
+          "SELECT reltuples FROM pg_class WHERE relname = 'analyzed'",
+        );
+        return Number(rows[0]?.reltuples);
+      };
+      const until = Date.now() + 5_000;
+      while ((await estimate()) !== 5000 && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await estimate()).toBe(5000);
+    } finally {
+      await stop();
+    }
   });
 });

@@ -8,11 +8,20 @@ import { QueryCycleQueue } from './wire-queue';
 // Not 5432, so it never clashes with a real Postgres on the same machine.
 export const EMBEDDED_POSTGRES_PORT = 54320;
 
+// PGlite has no autovacuum, so nothing would ever ANALYZE: the planner would take every table for
+// empty and, at 100,000 memories, scan a user's every row where an index finds five (measured:
+// 156 ms instead of 1 ms, a full-text search 260 ms instead of 20). So the server analyzes
+// itself, at most this often and only after use. At 100,000 memories it takes ~0.8 s, during
+// which queries wait: about 1 % of the time at most.
+const ANALYZE_EVERY_MS = 60_000;
+
 export type EmbeddedPostgresOptions = {
   // Folder holding the database files: it survives restarts.
   dataDir: string;
   host?: string;
   port?: number;
+  // How often the planner's statistics are refreshed while the database is in use.
+  analyzeEveryMs?: number;
 };
 
 export type EmbeddedPostgres = {
@@ -58,11 +67,16 @@ export async function startEmbeddedPostgres(
     await db.close();
     throw error;
   }
+  const analyzer = setInterval(() => {
+    if (queue.takeActivity()) void queue.runChore('ANALYZE');
+  }, options.analyzeEveryMs ?? ANALYZE_EVERY_MS);
+  analyzer.unref();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     url: embeddedPostgresUrl(host, port),
     async stop() {
+      clearInterval(analyzer);
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await db.close();

@@ -37,6 +37,10 @@ export class QueryCycleQueue {
   // The connection whose query cycle or transaction is under way.
   private owner: number | null = null;
   private isProcessing = false;
+  // Statements of the server's own (maintenance), run between connections' query cycles.
+  private chores: { sql: string; done: () => void }[] = [];
+  // Whether any connection has sent something since the last check.
+  private hasActivity = false;
 
   constructor(db: PGlite) {
     this.db = db;
@@ -51,6 +55,22 @@ export class QueryCycleQueue {
       this.queue.push({ handlerId, message, onData, resolve, reject });
       void this.process();
     });
+  }
+
+  // Runs `sql` on the session as soon as no connection holds it (never inside a connection's
+  // transaction), ahead of the queries waiting.
+  runChore(sql: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.chores.push({ sql, done: resolve });
+      void this.process();
+    });
+  }
+
+  // Whether connections sent anything since the last call.
+  takeActivity(): boolean {
+    const had = this.hasActivity;
+    this.hasActivity = false;
+    return had;
   }
 
   getQueueLength(): number {
@@ -83,11 +103,21 @@ export class QueryCycleQueue {
     this.isProcessing = true;
     try {
       for (;;) {
+        const chore = this.owner === null ? this.chores.shift() : undefined;
+        if (chore) {
+          // exec takes PGlite's own lock (runExclusive is not re-entrant).
+          await this.db.exec(chore.sql).catch(() => {
+            // A chore is best effort: the next one runs anyway.
+          });
+          chore.done();
+          continue;
+        }
         const index =
           this.owner === null ? 0 : this.queue.findIndex((item) => item.handlerId === this.owner);
         const item = index === -1 ? undefined : this.queue.splice(index, 1)[0];
         // Nothing queued, or the owner's next message has not arrived yet: others wait.
         if (!item) break;
+        this.hasActivity = true;
         let bytes = 0;
         try {
           await this.db.runExclusive(() =>

@@ -45,9 +45,11 @@ const TEXT_WEIGHT = 0.1;
 const RECENCY_BOOST = 0.05;
 const RECENCY_HALF_LIFE_DAYS = 90;
 const IMPORTANCE_SPREAD = 0.1;
-// Words in more than this share of the user's items are left to the vector ranker: full-text
-// ranking of tens of thousands of matches is slow and says little.
-const MAX_TEXT_WORD_SHARE = 0.2;
+// Postgres ranks every item that matches any word of the full-text query, so its cost grows
+// with the matches: at 100,000 messages two common words match ~13,000 items and take 125 ms.
+// So it gets the rarest words (they say the most) while their items add up to at most this;
+// the common ones are left to the vector ranker.
+const TEXT_MATCH_BUDGET = 2_000;
 
 // The kinds search can find, each with its own full-text search.
 const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
@@ -94,10 +96,7 @@ export async function searchMemory(
   // Only stop words ("what is the") and no model to read them: nothing to match on.
   if (query.indices.length === 0 && !denseQuery) return { results: [] };
 
-  const words = textWords(request.query).filter((word) => {
-    const [term] = toTerms(word);
-    return term !== undefined && (stats.counts.get(term) ?? 0) <= documents * MAX_TEXT_WORD_SHARE;
-  });
+  const words = rarestWords(textWords(request.query), stats.counts);
   const sources = kinds.flatMap((kind) => {
     const source = SOURCES[kind];
     return source ? [{ kind, source }] : [];
@@ -205,6 +204,25 @@ function narrowRange(request: SearchRequest, now: Date): { from?: Date; to?: Dat
 // Words for Postgres' own parser: letters and digits only, so no user text reaches tsquery syntax.
 function textWords(query: string): string[] {
   return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64);
+}
+
+// The query's words the full-text ranker gets: rarest first, within TEXT_MATCH_BUDGET items.
+// Words without a term (stop words) never match anything worth ranking.
+function rarestWords(words: string[], counts: Map<string, number>): string[] {
+  const byRarity = [...new Set(words)]
+    .flatMap((word) => {
+      const [term] = toTerms(word);
+      return term === undefined ? [] : [{ word, items: counts.get(term) ?? 0 }];
+    })
+    .sort((a, b) => a.items - b.items);
+  const chosen: string[] = [];
+  let items = 0;
+  for (const candidate of byRarity) {
+    if (items + candidate.items > TEXT_MATCH_BUDGET) break;
+    chosen.push(candidate.word);
+    items += candidate.items;
+  }
+  return chosen;
 }
 
 function smoothAcrossNeighbours(

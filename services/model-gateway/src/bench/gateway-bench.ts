@@ -45,10 +45,10 @@ import {
 // - gateway: `bus.request` (or `bus.requestStreaming`) to model-gateway.chat, with a user id (so
 //   budget admission and usage recording run, with the default limits) unless the scenario says
 //   otherwise.
-// The gateway process times each of its provider calls (the same SDK call to the same fake), so
-// the overhead is measured per request: the round trip seen by the requester minus the provider
-// time seen inside the gateway. Streaming: the first text chunk at the requester minus the first
-// text delta out of the SDK inside the gateway. As a cross-check that needs no stopwatch inside
+// The gateway process times each of its provider calls (its own HTTP transport, or the `openai`
+// SDK when streaming, to the same fake), so the overhead is measured per request: the round trip
+// seen by the requester minus the provider time seen inside the gateway. Streaming: the first
+// text chunk at the requester minus the first text delta out of the SDK inside the gateway. As a cross-check that needs no stopwatch inside
 // the gateway, the overhead is also given as the gateway's percentile minus the direct one's.
 // With 50 requesters and a model that answers at once, both ways are saturated (closed loop:
 // each requester sends its next request when its last is answered), so latency is then mostly
@@ -621,9 +621,9 @@ shows in the figures: see the load average above.
   unless the row says otherwise. The request is shaped like the orchestrator's: a system message
   with profile, summary and memories, six messages of history and the question, about 2 KB.
 - **overhead per request**: each request's round trip at the requester minus the time its provider
-  call took inside the gateway (the same SDK call to the same fake, timed around
-  \`provider.chat\`). Streaming: first text chunk at the requester minus first text delta out of
-  the SDK inside the gateway.
+  call took inside the gateway (its HTTP transport, or the \`openai\` SDK when streaming, to the
+  same fake, timed around \`provider.chat\`). Streaming: first text chunk at the requester minus
+  first text delta out of the SDK inside the gateway.
 - **overhead vs direct**: the gateway's percentile minus the direct way's percentile, a
   cross-check that needs no stopwatch inside the gateway. With 50 requesters and a model that
   answers at once both ways are saturated (the direct one by the SDK's CPU use in the bench
@@ -642,9 +642,9 @@ request validation, budget admission (a Redis script: the daily token and cost b
 per-minute rate window; skipped without a user id), the provider cooldown check (Redis MGET),
 redaction of the prompt, the GenAI span and metrics, usage recording in so far as the reply
 waits for it (a Redis script, and a JetStream publish awaited for its ack; without a user id only
-the publish) and the reply's validation. Not included: the SDK call itself (the provider's time); the usage rollup
-into Postgres (a JetStream consumer off the request path, not run here); the health and metrics
-HTTP server.
+the publish) and the reply's validation. Not included: the provider call itself (the provider's
+time); the usage rollup into Postgres (a JetStream consumer off the request path, not run here);
+the health and metrics HTTP server.
 
 Settings in effect: ${report.settings}.
 

@@ -103,7 +103,7 @@ function timed<A extends unknown[], R>(
   };
 }
 
-// Wraps the provider's chat call (the SDK request to the fake and the parsing of its answer)
+// Wraps the provider's chat call (the HTTP request to the fake and the parsing of its answer)
 // with a stopwatch; the cost of the wrapper itself is a regex and an array push.
 function timeChatCalls(
   providers: Map<string, Provider>,

@@ -1,29 +1,33 @@
 import type { FinishReason, ToolCall } from '@jarvis/contracts';
 import { z } from 'zod';
+import { createHttpTransport } from './http-transport';
 import { type ChatCall, type ChatResult, type Provider, parseToolArguments } from './provider';
-import { fromHttpStatus, ProviderError } from './provider-error';
 
 // Ollama's own API (/api/chat, /api/embed): it takes a JSON schema as `format`, which its
 // OpenAI-compatible endpoint does not, and reports token counts on every answer.
 export function createOllamaProvider(options: { baseUrl: string; numCtx: number }): Provider {
-  const base = options.baseUrl.replace(/\/$/, '');
+  const http = createHttpTransport(options.baseUrl, {});
   return {
     name: 'ollama',
     hosted: false,
     async chat(call) {
-      const response = await post(`${base}/api/chat`, toRequest(call, options.numCtx), call);
+      const body = toRequest(call, options.numCtx);
       if (!call.onDelta) {
-        return toResult(OllamaChatLine.parse(await response.json()), call.model);
+        return toResult(
+          OllamaChatLine.parse(await http.postJson('/api/chat', body, call)),
+          call.model,
+        );
       }
-      return collectStream(response, call.onDelta, call.model);
+      return collectStream(
+        await http.postStream('/api/chat', body, call),
+        call.onDelta,
+        call.model,
+      );
     },
     async embed(call) {
-      const response = await post(
-        `${base}/api/embed`,
-        { model: call.model, input: call.texts },
-        call,
+      const body = OllamaEmbedResponse.parse(
+        await http.postJson('/api/embed', { model: call.model, input: call.texts }, call),
       );
-      const body = OllamaEmbedResponse.parse(await response.json());
       return { vectors: body.embeddings, inputTokens: body.prompt_eval_count ?? 0 };
     },
   };
@@ -47,34 +51,6 @@ const OllamaEmbedResponse = z.object({
   embeddings: z.array(z.array(z.number())),
   prompt_eval_count: z.number().optional(),
 });
-
-async function post(
-  url: string,
-  body: unknown,
-  call: { timeoutMs: number; signal: AbortSignal },
-): Promise<Response> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
-  });
-  if (!response.ok) {
-    const text = await response.text().catch(() => '');
-    throw fromHttpStatus(response.status, errorMessage(text, response.status), null);
-  }
-  return response;
-}
-
-function errorMessage(text: string, status: number): string {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && 'error' in parsed) return String(parsed.error);
-  } catch {
-    // Not JSON: the status says enough.
-  }
-  return `HTTP ${status}`;
-}
 
 function toRequest(call: ChatCall, numCtx: number): Record<string, unknown> {
   const messages: Record<string, unknown>[] = [];
@@ -157,16 +133,14 @@ function finishReasonOf(reason: string | undefined, hasToolCalls: boolean): Fini
 
 // Newline-delimited JSON: text pieces, tool calls, then a last line with the counts.
 async function collectStream(
-  response: Response,
+  body: AsyncIterable<string>,
   onDelta: (text: string) => void,
   requestedModel: string,
 ): Promise<ChatResult> {
-  if (!response.body) throw new ProviderError('server', 'empty streamed response');
   let content = '';
   const toolCalls: ToolCall[] = [];
   let last: OllamaChatLine = {};
   let buffered = '';
-  const decoder = new TextDecoder();
   const handle = (text: string) => {
     if (text.trim() === '') return;
     const line = OllamaChatLine.parse(JSON.parse(text));
@@ -178,8 +152,8 @@ async function collectStream(
     toolCalls.push(...toToolCalls(line.message?.tool_calls ?? [], toolCalls.length));
     if (line.done) last = line;
   };
-  for await (const chunk of response.body) {
-    buffered += decoder.decode(chunk, { stream: true });
+  for await (const chunk of body) {
+    buffered += chunk;
     let newline = buffered.indexOf('\n');
     while (newline >= 0) {
       handle(buffered.slice(0, newline));
@@ -187,7 +161,7 @@ async function collectStream(
       newline = buffered.indexOf('\n');
     }
   }
-  handle(buffered + decoder.decode());
+  handle(buffered);
   return {
     content,
     toolCalls,

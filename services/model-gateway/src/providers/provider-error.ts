@@ -43,6 +43,9 @@ export class ProviderError extends Error {
   }
 }
 
+// Enough for any provider's own message; an HTML error page is cut short.
+const MAX_MESSAGE_CHARS = 300;
+
 const CONTEXT_LENGTH =
   /context.length|context window|prompt is too long|too many tokens|maximum context/i;
 
@@ -61,7 +64,34 @@ export function fromHttpStatus(
   return new ProviderError('bad_request', message, details);
 }
 
-// SDK errors and fetch failures into one classification.
+// An error answer read off the wire (the SDKs do this themselves): the message is the one in
+// the provider's JSON body, as Ollama (`{error}`), OpenAI (`{error: {message}}`) and some
+// compatible servers (`{message}`) put it, else the body's text.
+export function fromHttpResponse(
+  status: number,
+  body: string,
+  retryAfter: string | undefined,
+): ProviderError {
+  return fromHttpStatus(status, errorMessageOf(body) ?? `HTTP ${status}`, retryAfter);
+}
+
+function errorMessageOf(body: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (parsed !== null && typeof parsed === 'object') {
+      const error = 'error' in parsed ? parsed.error : parsed;
+      if (typeof error === 'string') return error;
+      if (error !== null && typeof error === 'object' && 'message' in error) {
+        return String(error.message);
+      }
+    }
+  } catch {
+    // Not JSON: a proxy's or a plain server's text.
+  }
+  return body.trim().slice(0, MAX_MESSAGE_CHARS) || undefined;
+}
+
+// SDK errors and HTTP transport failures into one classification.
 export function classifyError(error: unknown, signal: AbortSignal): ProviderError {
   if (error instanceof ProviderError) return error;
   if (signal.aborted) return new ProviderError('cancelled', 'the call was cancelled');

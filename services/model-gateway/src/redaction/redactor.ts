@@ -14,7 +14,10 @@ export type Redactor = {
 
 type Range = [start: number, end: number];
 type Span = { start: number; end: number; kind: RedactionKind };
-type Detector = { kind: RedactionKind; find: (text: string) => Range[] };
+// `hint` is a cheap test that every text the detector could match passes. Most texts fail most
+// hints (no '@', no '://', no key word), and the detectors' own patterns, which try their
+// lookbehinds at every position, then never run: that was most of redaction's CPU per call.
+type Detector = { kind: RedactionKind; hint: RegExp; find: (text: string) => Range[] };
 
 const LABELS: Record<RedactionKind, string> = {
   secret: 'SECRET',
@@ -31,6 +34,11 @@ const PLACEHOLDER = new RegExp(
   String.raw`\[\s*(${Object.values(LABELS).join('|')})[\s\\_-]*(\d{1,9})\s*\]`,
   'gi',
 );
+
+// Every spelling of a placeholder starts with a bracket, and most texts have none.
+function mayHoldPlaceholder(text: string): boolean {
+  return text.includes('[');
+}
 
 const PEM_PRIVATE_KEY =
   // A pasted key cut off before its END line still runs to the end of the text: the rest is key.
@@ -102,19 +110,51 @@ const TIME_RANGE = /^(?:[01]\d|2[0-3])[0-5]\d-(?:[01]\d|2[0-3])[0-5]\d$/;
 
 // Checked in this order; a match overlapping an earlier one is dropped, so a key inside an
 // `api_key=` line is replaced once and a URL's password is not also taken for an email address.
+// Each hint is what its pattern cannot match without (a vendor prefix, a key word, the first
+// digits of a card, the start of each phone shape): a pattern changed without its hint silently
+// stops finding what the hint does not admit.
 const DETECTORS: Detector[] = [
-  { kind: 'secret', find: (text) => wholeMatches(text, PEM_PRIVATE_KEY) },
-  { kind: 'secret', find: (text) => wholeMatches(text, VENDOR_TOKEN) },
-  { kind: 'secret', find: (text) => groupMatches(text, BEARER_TOKEN, isPlausibleSecret) },
-  { kind: 'secret', find: (text) => wholeMatches(text, URL_PASSWORD, isPlausibleSecret) },
   {
     kind: 'secret',
+    hint: /-----BEGIN /,
+    find: (text) => wholeMatches(text, PEM_PRIVATE_KEY),
+  },
+  {
+    kind: 'secret',
+    hint: /sk-|k_(?:live|test)_|gh[pousr]_|github_pat_|xox|AKIA|ASIA|AIza|eyJ/,
+    find: (text) => wholeMatches(text, VENDOR_TOKEN),
+  },
+  {
+    kind: 'secret',
+    hint: /earer/,
+    find: (text) => groupMatches(text, BEARER_TOKEN, isPlausibleSecret),
+  },
+  {
+    kind: 'secret',
+    hint: /:\/\//,
+    find: (text) => wholeMatches(text, URL_PASSWORD, isPlausibleSecret),
+  },
+  {
+    kind: 'secret',
+    hint: /pass|pwd|secret|token|key/i,
     find: (text) => groupMatches(text, SECRET_ASSIGNMENT, isPlausibleAssignedSecret),
   },
-  { kind: 'email', find: (text) => wholeMatches(text, EMAIL) },
-  { kind: 'iban', find: (text) => prefixMatches(text, IBAN_CANDIDATE, isValidIban) },
-  { kind: 'card', find: (text) => prefixMatches(text, CARD_CANDIDATE, isValidCard) },
-  { kind: 'phone', find: (text) => wholeMatches(text, PHONE_CANDIDATE, isPlausiblePhone) },
+  { kind: 'email', hint: /@/, find: (text) => wholeMatches(text, EMAIL) },
+  {
+    kind: 'iban',
+    hint: /[A-Z]{2}\d\d/,
+    find: (text) => prefixMatches(text, IBAN_CANDIDATE, isValidIban),
+  },
+  {
+    kind: 'card',
+    hint: /[2-6]\d{3}/,
+    find: (text) => prefixMatches(text, CARD_CANDIDATE, isValidCard),
+  },
+  {
+    kind: 'phone',
+    hint: /[+(0]\d|\d{3}[ .-]\d/,
+    find: (text) => wholeMatches(text, PHONE_CANDIDATE, isPlausiblePhone),
+  },
 ];
 
 // Placeholder numbers: each kind counts up from 1, skipping every number that already appeared in
@@ -136,6 +176,7 @@ export function createRedactor(): Redactor {
   };
 
   function reserveForeignLabels(text: string): void {
+    if (!mayHoldPlaceholder(text)) return;
     for (const [, word = '', digits = ''] of text.matchAll(PLACEHOLDER)) {
       const label = canonicalLabel(word, digits);
       if (!issued.has(label)) reserved.add(label);
@@ -167,6 +208,7 @@ export function createRedactor(): Redactor {
       return redacted + text.slice(cursor);
     },
     restore(text, { secrets }) {
+      if (!mayHoldPlaceholder(text)) return text;
       // A placeholder the model made up must not be issued later and then "restored" here.
       reserveForeignLabels(text);
       return text.replace(PLACEHOLDER, (placeholder: string, word: string, digits: string) => {
@@ -203,9 +245,10 @@ function identityOf(kind: RedactionKind, value: string): string {
 
 function findSensitiveSpans(text: string): Span[] {
   // Placeholder-shaped text is claimed first, so `password=[SECRET_1]` is not redacted again.
-  const claimed = wholeMatches(text, PLACEHOLDER);
+  const claimed = mayHoldPlaceholder(text) ? wholeMatches(text, PLACEHOLDER) : [];
   const spans: Span[] = [];
-  for (const { kind, find } of DETECTORS) {
+  for (const { kind, hint, find } of DETECTORS) {
+    if (!hint.test(text)) continue;
     for (const [start, end] of find(text)) {
       if (claimed.some(([from, to]) => start < to && from < end)) continue;
       claimed.push([start, end]);

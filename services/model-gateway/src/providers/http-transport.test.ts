@@ -1,0 +1,262 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { type FakeLlm, freePort, startFakeLlm } from '@jarvis/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpTransport } from './http-transport';
+import { createOllamaProvider } from './ollama';
+import { createOpenAiCompatibleProvider } from './openai-compatible';
+import type { ChatCall, Provider } from './provider';
+import { classifyError, type ProviderError } from './provider-error';
+
+let fake: FakeLlm;
+
+beforeAll(async () => {
+  fake = await startFakeLlm();
+});
+
+beforeEach(() => {
+  fake.reset();
+});
+
+afterAll(async () => {
+  await fake?.close();
+});
+
+const openai = (baseURL = fake.openaiBaseUrl) =>
+  createOpenAiCompatibleProvider({ name: 'openai', baseURL, apiKey: 'test-key', hosted: true });
+const ollama = (baseUrl = fake.url) => createOllamaProvider({ baseUrl, numCtx: 4_096 });
+
+function chatCall(overrides: Partial<ChatCall> = {}): ChatCall {
+  return {
+    model: 'fake-model',
+    system: undefined,
+    messages: [{ role: 'user', content: 'hi' }],
+    tools: [],
+    toolChoice: undefined,
+    temperature: undefined,
+    maxTokens: undefined,
+    jsonSchema: undefined,
+    timeoutMs: 5_000,
+    signal: new AbortController().signal,
+    onDelta: undefined,
+    ...overrides,
+  };
+}
+
+// The failure as the router sees it.
+async function failureOf(provider: Provider, call: ChatCall): Promise<ProviderError> {
+  const chat = provider.chat;
+  if (!chat) throw new Error(`${provider.name} has no chat`);
+  try {
+    await chat(call);
+  } catch (error) {
+    return classifyError(error, call.signal);
+  }
+  throw new Error('the call did not fail');
+}
+
+// Non-streamed calls of both providers go through the HTTP transport.
+describe.each([
+  ['openai', openai],
+  ['ollama', ollama],
+] as const)('%s without streaming', (name, provider) => {
+  it('answers, sending the body as JSON', async () => {
+    fake.script({ content: 'Paris.', usage: { inputTokens: 5, outputTokens: 2 } });
+
+    const result = await provider().chat?.(chatCall({ system: 'Be terse.' }));
+
+    expect(result).toMatchObject({
+      content: 'Paris.',
+      finishReason: 'stop',
+      model: 'fake-model',
+      usage: { inputTokens: 5, outputTokens: 2 },
+    });
+    expect(fake.chatRequests()[0]?.headers['content-type']).toBe('application/json');
+    expect(JSON.stringify(fake.chatRequests()[0]?.body)).toContain('Be terse.');
+  });
+
+  it.each([
+    [500, 'server'],
+    [503, 'server'],
+    [401, 'auth'],
+    [403, 'auth'],
+    [404, 'not_found'],
+    [400, 'bad_request'],
+  ])('classifies HTTP %i as %s, with the provider message', async (status, kind) => {
+    fake.script({ status, errorMessage: `went wrong ${status}` });
+
+    const failure = await failureOf(provider(), chatCall());
+
+    expect(failure).toMatchObject({ kind, status, message: `went wrong ${status}` });
+  });
+
+  it('reads a 429 with its Retry-After', async () => {
+    fake.script({ status: 429, retryAfterSeconds: 7, errorMessage: 'slow down' });
+
+    const failure = await failureOf(provider(), chatCall());
+
+    expect(failure).toMatchObject({ kind: 'rate_limited', status: 429, retryAfterMs: 7_000 });
+    expect(failure.retryable).toBe(true);
+  });
+
+  it('tells a context-length refusal from other bad requests', async () => {
+    fake.script({
+      status: 400,
+      errorMessage: "This model's maximum context length is 8192 tokens",
+    });
+
+    const failure = await failureOf(provider(), chatCall());
+
+    expect(failure.kind).toBe('context_length');
+  });
+
+  it('times out a model that does not answer in time', async () => {
+    fake.script({ delayMs: 3_000 });
+    const started = Date.now();
+
+    const failure = await failureOf(provider(), chatCall({ timeoutMs: 200 }));
+
+    expect(failure.kind).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('stops when the caller cancels', async () => {
+    const hold = fake.hold();
+    const controller = new AbortController();
+    const pending = failureOf(provider(), chatCall({ signal: controller.signal }));
+    await hold.reached;
+
+    controller.abort();
+
+    expect((await pending).kind).toBe('cancelled');
+    hold.release();
+  });
+
+  it('reports a refused connection as a network failure', async () => {
+    const port = await freePort();
+
+    const failure = await failureOf(
+      provider(`http://127.0.0.1:${port}${name === 'openai' ? '/v1' : ''}`),
+      chatCall(),
+    );
+
+    expect(failure.kind).toBe('network');
+    expect(failure.retryable).toBe(true);
+  });
+});
+
+describe('openai without streaming', () => {
+  it('sends the key and returns tool calls', async () => {
+    fake.script({
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: { city: 'Oslo' } }],
+    });
+
+    const result = await openai().chat?.(chatCall());
+
+    expect(fake.chatRequests()[0]?.headers.authorization).toBe('Bearer test-key');
+    expect(result).toMatchObject({
+      finishReason: 'tool_calls',
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: { city: 'Oslo' } }],
+    });
+  });
+});
+
+// A server of the test's own, for what the fake cannot show: which connection a request came
+// on, a body that stops halfway, an error page that is not JSON.
+describe('the HTTP transport', () => {
+  let server: Server;
+  let baseUrl: string;
+  let handle: (res: ServerResponse) => void;
+  const ports: number[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      ports.push(req.socket.remotePort ?? 0);
+      req.resume();
+      req.on('end', () => handle(res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('not listening on TCP');
+    baseUrl = `http://127.0.0.1:${address.port}`;
+  });
+
+  beforeEach(() => {
+    ports.length = 0;
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('keeps its connection alive from one call to the next', async () => {
+    handle = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":1}');
+    const http = createHttpTransport(baseUrl, {});
+    const call = { timeoutMs: 1_000, signal: new AbortController().signal };
+
+    for (let index = 0; index < 3; index++) {
+      expect(await http.postJson('/x', {}, call)).toEqual({ ok: 1 });
+    }
+
+    expect(ports).toHaveLength(3);
+    expect(new Set(ports).size).toBe(1);
+  });
+
+  it('gives the text of an error page that is not JSON as the message', async () => {
+    handle = (res) => res.writeHead(502, { 'content-type': 'text/plain' }).end('Bad gateway\n');
+    const http = createHttpTransport(baseUrl, {});
+    const signal = new AbortController().signal;
+
+    const error = await http
+      .postJson('/x', {}, { timeoutMs: 1_000, signal })
+      .catch((caught: unknown) => caught);
+
+    expect(classifyError(error, signal)).toMatchObject({
+      kind: 'server',
+      status: 502,
+      message: 'Bad gateway',
+    });
+  });
+
+  it('reads the message of a compatible server that puts it at the top level', async () => {
+    handle = (res) =>
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'error', message: 'maximum context length is 4096 tokens' }));
+    const http = createHttpTransport(baseUrl, {});
+    const signal = new AbortController().signal;
+
+    const error = await http
+      .postJson('/x', {}, { timeoutMs: 1_000, signal })
+      .catch((caught: unknown) => caught);
+
+    expect(classifyError(error, signal)).toMatchObject({ kind: 'context_length', status: 400 });
+  });
+
+  it('times out a stream that stops halfway, after the pieces already sent', async () => {
+    handle = (res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(`${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`);
+    };
+    const pieces: string[] = [];
+    const call = chatCall({ timeoutMs: 300, onDelta: (text) => pieces.push(text) });
+
+    const failure = await failureOf(ollama(baseUrl), call);
+
+    expect(failure.kind).toBe('timeout');
+    expect(pieces).toEqual(['Hello']);
+  });
+
+  it('stops a stream when the caller cancels it halfway', async () => {
+    handle = (res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(`${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`);
+    };
+    const controller = new AbortController();
+    const call = chatCall({ signal: controller.signal, onDelta: () => controller.abort() });
+
+    const failure = await failureOf(ollama(baseUrl), call);
+
+    expect(failure.kind).toBe('cancelled');
+  });
+});

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import { fromHttpResponse } from './provider-error';
 
-export type HttpCall = { timeoutMs: number; signal: AbortSignal };
+type HttpCall = { timeoutMs: number; signal: AbortSignal };
 
 // JSON over HTTP to one provider's base URL, on node:http/https with a keep-alive pool: at a
 // fraction of the CPU of fetch (undici and web streams), which the SDKs use and which cost the

@@ -49,7 +49,7 @@ const MAX_MESSAGE_CHARS = 300;
 const CONTEXT_LENGTH =
   /context.length|context window|prompt is too long|too many tokens|maximum context/i;
 
-export function fromHttpStatus(
+function fromHttpStatus(
   status: number,
   message: string,
   retryAfter: string | null | undefined,

@@ -97,6 +97,8 @@ function percentile(sorted: number[], p: number): number {
 
 const fixture = await startStackFixture({
   USER_REQUESTS_PER_MINUTE: '0',
+  RATE_LIMIT_PER_MINUTE: '0',
+  CHAT_RATE_LIMIT_PER_MINUTE: '0',
   USER_DAILY_COST_LIMIT_USD: '0',
 });
 const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });

@@ -342,6 +342,8 @@ const fixture = await startStackFixture({
   // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
   // would refuse most of it.
   USER_REQUESTS_PER_MINUTE: '0',
+  RATE_LIMIT_PER_MINUTE: '0',
+  CHAT_RATE_LIMIT_PER_MINUTE: '0',
   USER_DAILY_COST_LIMIT_USD: '0',
 });
 fixture.fake.onChat((request) => model.answer(request));

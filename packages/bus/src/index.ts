@@ -1,4 +1,5 @@
 export * from './bus';
 export * from './bus-error';
 export { describeZodError } from './codec';
+export * from './event-stream';
 export * from './work-queue';

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'unavailable',
   'timeout',
   'budget_exceeded',
+  'rate_limited',
   'cancelled',
   'internal',
 ] as const;
@@ -34,6 +35,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   unavailable: 503,
   timeout: 504,
   budget_exceeded: 429,
+  // Too many requests in a short time; Retry-After says when to try again.
+  rate_limited: 429,
   // nginx's 'client closed request': the caller itself stopped the work.
   cancelled: 499,
   internal: 500,

@@ -168,6 +168,10 @@ export const ExportRecord = z.discriminatedUnion(
 );
 export type ExportRecord = z.infer<typeof ExportRecord>;
 
+// One line of GET /v1/memory/export and of POST /v1/memory/import: the header first, then records.
+export const ExportLine = z.union([ExportHeader, ExportRecord]);
+export type ExportLine = z.infer<typeof ExportLine>;
+
 // Where the next page starts; only the memory service reads it.
 const ExportCursor = z.string().min(1).max(200);
 

@@ -1,4 +1,5 @@
 export * from './fake-llm';
 export * from './infra';
 export * from './process';
+export * from './sse-client';
 export * from './stack';

@@ -1,9 +1,18 @@
-import { baseEnvShape, databaseEnvShape, parseEnv } from '@jarvis/service-kit';
+import { baseEnvShape, databaseEnvShape, parseEnv, redisEnvShape } from '@jarvis/service-kit';
 import { z } from 'zod';
+
+// Browsers send Origin as scheme://host[:port], exactly: anything else would never match.
+const Origin = z
+  .string()
+  .refine(
+    (origin) => URL.canParse(origin) && new URL(origin).origin === origin,
+    'each origin is scheme://host[:port], with no path or trailing slash',
+  );
 
 const Env = z.object({
   ...baseEnvShape,
   ...databaseEnvShape,
+  ...redisEnvShape,
   // Port of the public API (behind Traefik), /healthz, /readyz and /metrics.
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   // The admin API key. Unset: one is generated on first start and printed once.
@@ -27,6 +36,22 @@ const Env = z.object({
   TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
   // Longest wait for a service to accept a request before answering 503/504.
   SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  // Requests one API key may make per minute on any /v1 route (sliding window); 0: no limit.
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  // Chat turns (POST /v1/chat) one API key may start per minute, on top of that; 0: no limit.
+  CHAT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  // Comma-separated origins whose pages may call the API from a browser; unset: none (the web UI
+  // is served from the gateway's own origin and needs none).
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((list) =>
+      list
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(Origin)),
 });
 export type Env = z.infer<typeof Env>;
 

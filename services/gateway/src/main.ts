@@ -2,8 +2,11 @@ import { Bus } from '@jarvis/bus';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
+import helmet from 'helmet';
+import { Redis } from 'ioredis';
 import { loadEnv } from './env';
 import { createApiRouter } from './routes/api-router';
+import { createWebUiRouter } from './routes/web-ui';
 import { ensureAdminKey } from './services/api-keys';
 
 const SERVICE = 'gateway';
@@ -26,6 +29,9 @@ try {
       `\n  Jarvis admin API key (shown once, keep it safe):\n\n    ${generatedKey}\n\n`,
     );
   }
+  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+  redis.on('error', () => {}); // reported by the readiness check, the watchdog and the limiter
+  await redis.connect();
   const bus = await Bus.connect({
     url: env.NATS_URL,
     namespace: env.NATS_NAMESPACE,
@@ -38,14 +44,25 @@ try {
     port: env.GATEWAY_PORT,
     logger,
     metrics,
-    checks: { nats: () => bus.isConnected(), postgres: () => isDatabaseReachable(pool) },
+    checks: {
+      nats: () => bus.isConnected(),
+      postgres: () => isDatabaseReachable(pool),
+      redis: () => redis.status === 'ready',
+    },
     dependencyLossExitMs: env.DEPENDENCY_LOSS_EXIT_MS,
     onStop: async () => {
       await bus.close();
       await pool.end();
+      redis.disconnect();
       await telemetry.stop();
     },
   });
+  // Security headers on everything after /healthz, /readyz and /metrics: the API, the web UI and
+  // every error. Without upgrade-insecure-requests: Traefik already sends plain HTTP to HTTPS,
+  // and a browser on http://127.0.0.1 (make dev, the browser test) would load nothing.
+  service.app.use(
+    helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }),
+  );
   service.app.use(
     '/v1',
     createApiRouter({
@@ -55,8 +72,19 @@ try {
       importBodyLimitBytes: env.IMPORT_BODY_LIMIT_BYTES,
       submitTimeoutMs: env.SERVICE_TIMEOUT_MS,
       turnTimeoutMs: env.TURN_TIMEOUT_MS,
+      rateLimit: {
+        redis,
+        namespace: env.NATS_NAMESPACE,
+        logger,
+        perMinute: env.RATE_LIMIT_PER_MINUTE,
+        chatPerMinute: env.CHAT_RATE_LIMIT_PER_MINUTE,
+      },
+      corsOrigins: env.CORS_ORIGINS,
     }),
   );
+  // The web UI's build, web/dist (beside dist/ in the image, as in the repo). Last: it answers
+  // only what no route above did.
+  service.app.use(createWebUiRouter({ directory: new URL('../web/dist', import.meta.url) }));
   await service.start();
 } catch (error) {
   logger.fatal({ err: error }, 'failed to start');

@@ -9,6 +9,7 @@ import {
   type StoredMessage,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
+import { registerHistoryHandlers } from './history-handlers';
 import {
   type CompactionSettings,
   compactConversation,
@@ -61,6 +62,7 @@ export function registerHandlers(
       return result;
     }),
     bus.serve(memorySearch, (request) => searchMemory(pool, request, new Date(), dense)),
+    ...registerHistoryHandlers(bus, pool),
   ];
 }
 

@@ -12,6 +12,8 @@ import { startMissionWorker } from './missions/mission-worker';
 import { registerMissionHandlers, resumeMissions } from './missions/missions-handlers';
 import { registerRunHandlers } from './runs-handlers';
 import type { LoopSettings } from './services/agent-loop';
+import { watchTurnCancellations } from './services/cancel-turn';
+import { ensureUserEventStream } from './services/user-events';
 import { createMemoryTools } from './tools/memory-tools';
 import { createMissionTool } from './tools/mission-tool';
 import { startRemoteTools } from './tools/remote-tools';
@@ -58,7 +60,8 @@ try {
   };
   await ensureWorkQueue(bus, turnRequested, queue);
   await ensureWorkQueue(bus, missionWork, missionQueue);
-  registerHandlers(bus, pool);
+  await ensureUserEventStream(bus);
+  registerHandlers(bus, pool, redis);
   registerRunHandlers(bus, pool);
   registerApprovalHandlers(bus, pool);
   const sweeper = startApprovalSweeper(bus, pool, env.APPROVAL_SWEEP_MS);
@@ -105,6 +108,7 @@ try {
       contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
       tools: remoteTools.withBuiltIn([...memoryTools, createMissionTool(missions)]),
       approvalTtlMs: env.APPROVAL_TTL_MS,
+      cancellations: watchTurnCancellations(bus, redis),
       loop,
       lockLeaseMs: env.TURN_ACK_WAIT_MS,
       maxDeliver: env.TURN_MAX_DELIVER,

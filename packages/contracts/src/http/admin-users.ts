@@ -13,3 +13,16 @@ export const CreateUserResponse = z.object({
   apiKey: z.string(),
 });
 export type CreateUserResponse = z.infer<typeof CreateUserResponse>;
+
+// GET /v1/admin/users
+export const AdminUser = z.object({
+  id: Id,
+  name: z.string(),
+  createdAt: z.iso.datetime({ offset: true }),
+  activeKeys: z.number().int().nonnegative(),
+  revokedKeys: z.number().int().nonnegative(),
+});
+export type AdminUser = z.infer<typeof AdminUser>;
+
+export const ListUsersResponse = z.object({ users: z.array(AdminUser) });
+export type ListUsersResponse = z.infer<typeof ListUsersResponse>;

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { Id, MESSAGE_MAX_CHARS, TimeZone, Usage } from '../common';
-import { ApprovalRequest } from '../orchestrator-approvals';
+import { Approval, ApprovalRequest } from '../orchestrator-approvals';
+import { TurnSubmitResponse } from '../orchestrator-turns-submit';
+import { TurnEvent } from '../turn-event';
 
 // POST /v1/chat
 export const ChatRequest = z.strictObject({
@@ -12,6 +14,8 @@ export const ChatRequest = z.strictObject({
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
 export const ChatResponse = z.object({
+  // Cancel it with POST /v1/turns/{turnId}/cancel (a streamed turn names it in every event).
+  turnId: Id,
   conversationId: Id,
   runId: Id,
   reply: z.object({ role: z.literal('assistant'), content: z.string() }),
@@ -20,3 +24,16 @@ export const ChatResponse = z.object({
   approval: ApprovalRequest.optional(),
 });
 export type ChatResponse = z.infer<typeof ChatResponse>;
+
+// POST /v1/chat with Accept: text/event-stream: the data of each event, named by its type.
+// `accepted` comes first, with the ids a client needs to cancel the turn; then the turn's events.
+export const ChatAccepted = TurnSubmitResponse.extend({ type: z.literal('accepted') });
+export type ChatAccepted = z.infer<typeof ChatAccepted>;
+export const ChatStreamEvent = z.union([ChatAccepted, TurnEvent]);
+
+// POST /v1/approvals/{id}: answers like POST /v1/chat, with the decided approval. When the run
+// paused again on another risky call, `approval` is that new request instead.
+export const ApprovalDecisionResponse = ChatResponse.extend({
+  approval: z.union([Approval, ApprovalRequest]),
+});
+export type ApprovalDecisionResponse = z.infer<typeof ApprovalDecisionResponse>;

@@ -1,6 +1,5 @@
+import type { AdminUser, ApiKeyInfo, KeyScope } from '@jarvis/contracts';
 import type { Pool, Queryable } from '@jarvis/db';
-
-export type KeyScope = 'user' | 'admin';
 
 export type Principal = { userId: string; userName: string; keyId: string; scope: KeyScope };
 
@@ -10,13 +9,20 @@ export async function insertUser(db: Queryable, user: { id: string; name: string
 
 export async function insertApiKey(
   db: Queryable,
-  key: { id: string; userId: string; prefix: string; hash: string; scope: KeyScope },
+  key: {
+    id: string;
+    userId: string;
+    name?: string | undefined;
+    prefix: string;
+    hash: string;
+    scope: KeyScope;
+  },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO gateway.api_keys (id, user_id, prefix, key_hash, scope)
-     VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO gateway.api_keys (id, user_id, name, prefix, key_hash, scope)
+     VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (key_hash) DO NOTHING`,
-    [key.id, key.userId, key.prefix, key.hash, key.scope],
+    [key.id, key.userId, key.name ?? null, key.prefix, key.hash, key.scope],
   );
 }
 
@@ -34,12 +40,17 @@ export async function findAdminUserId(db: Queryable): Promise<string | undefined
   return rows[0]?.user_id;
 }
 
-export async function findKeyScope(db: Queryable, hash: string): Promise<KeyScope | undefined> {
-  const { rows } = await db.query<{ scope: KeyScope }>(
-    'SELECT scope FROM gateway.api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+// Revoked keys too: a key is never issued twice, so a revoked one must not come back.
+export async function findKeyState(
+  db: Queryable,
+  hash: string,
+): Promise<{ scope: KeyScope; isRevoked: boolean } | undefined> {
+  const { rows } = await db.query<{ scope: KeyScope; is_revoked: boolean }>(
+    'SELECT scope, revoked_at IS NOT NULL AS is_revoked FROM gateway.api_keys WHERE key_hash = $1',
     [hash],
   );
-  return rows[0]?.scope;
+  const row = rows[0];
+  return row ? { scope: row.scope, isRevoked: row.is_revoked } : undefined;
 }
 
 export async function revokeOtherAdminKeys(db: Queryable, keepHash: string): Promise<void> {
@@ -50,32 +61,140 @@ export async function revokeOtherAdminKeys(db: Queryable, keepHash: string): Pro
   );
 }
 
+// The key's owner, and whether its "last used" is over a minute old (then worth a write).
 export async function findPrincipalByKeyHash(
   db: Pool,
   hash: string,
-): Promise<Principal | undefined> {
+): Promise<{ principal: Principal; isLastUseStale: boolean } | undefined> {
   const { rows } = await db.query<{
     user_id: string;
     name: string;
     key_id: string;
     scope: KeyScope;
+    is_last_use_stale: boolean;
   }>(
-    `SELECT k.user_id, u.name, k.id AS key_id, k.scope
+    `SELECT k.user_id, u.name, k.id AS key_id, k.scope,
+       coalesce(k.last_used_at < now() - interval '1 minute', true) AS is_last_use_stale
      FROM gateway.api_keys k JOIN gateway.users u ON u.id = k.user_id
      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [hash],
   );
   const row = rows[0];
-  return row
-    ? { userId: row.user_id, userName: row.name, keyId: row.key_id, scope: row.scope }
-    : undefined;
+  if (!row) return undefined;
+  return {
+    principal: { userId: row.user_id, userName: row.name, keyId: row.key_id, scope: row.scope },
+    isLastUseStale: row.is_last_use_stale,
+  };
 }
 
-// At most one write a minute per key: "last used" needs no finer grain than that.
+// Guarded again here because requests that arrive together all see the old time: one of them
+// writes, the others match no row.
 export async function touchApiKey(db: Pool, keyId: string): Promise<void> {
   await db.query(
     `UPDATE gateway.api_keys SET last_used_at = now()
      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
     [keyId],
   );
+}
+
+type ApiKeyRow = {
+  id: string;
+  name: string | null;
+  prefix: string;
+  scope: KeyScope;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+};
+
+const API_KEY_COLUMNS = 'id, name, prefix, scope, created_at, last_used_at, revoked_at';
+
+function toApiKeyInfo(row: ApiKeyRow): ApiKeyInfo {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scope: row.scope,
+    createdAt: row.created_at.toISOString(),
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+  };
+}
+
+export async function listUserApiKeys(db: Queryable, userId: string): Promise<ApiKeyInfo[]> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${API_KEY_COLUMNS} FROM gateway.api_keys WHERE user_id = $1
+     ORDER BY created_at DESC, id`,
+    [userId],
+  );
+  return rows.map(toApiKeyInfo);
+}
+
+export async function findUserApiKey(
+  db: Queryable,
+  userId: string,
+  keyId: string,
+): Promise<ApiKeyInfo | undefined> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${API_KEY_COLUMNS} FROM gateway.api_keys WHERE id = $1 AND user_id = $2`,
+    [keyId, userId],
+  );
+  return rows[0] && toApiKeyInfo(rows[0]);
+}
+
+// Holds the user's row until the transaction ends, so concurrent key creations count in turn.
+export async function countActiveKeysForUpdate(db: Queryable, userId: string): Promise<number> {
+  await db.query('SELECT 1 FROM gateway.users WHERE id = $1 FOR UPDATE', [userId]);
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM gateway.api_keys
+     WHERE user_id = $1 AND revoked_at IS NULL`,
+    [userId],
+  );
+  return rows[0]?.count ?? 0;
+}
+
+// Revoking twice keeps the first time. False when the user has no such key.
+export async function revokeUserApiKey(
+  db: Queryable,
+  userId: string,
+  keyId: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE gateway.api_keys SET revoked_at = coalesce(revoked_at, now())
+     WHERE id = $1 AND user_id = $2`,
+    [keyId, userId],
+  );
+  return rowCount === 1;
+}
+
+// Any user's key: for admin routes only.
+export async function revokeAnyApiKey(db: Queryable, keyId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'UPDATE gateway.api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1',
+    [keyId],
+  );
+  return rowCount === 1;
+}
+
+export async function listUsersWithKeyCounts(db: Queryable): Promise<AdminUser[]> {
+  const { rows } = await db.query<{
+    id: string;
+    name: string;
+    created_at: Date;
+    active_keys: number;
+    revoked_keys: number;
+  }>(
+    `SELECT u.id, u.name, u.created_at,
+       count(k.id) FILTER (WHERE k.revoked_at IS NULL)::int AS active_keys,
+       count(k.id) FILTER (WHERE k.revoked_at IS NOT NULL)::int AS revoked_keys
+     FROM gateway.users u LEFT JOIN gateway.api_keys k ON k.user_id = u.id
+     GROUP BY u.id ORDER BY u.created_at, u.id`,
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    createdAt: row.created_at.toISOString(),
+    activeKeys: row.active_keys,
+    revokedKeys: row.revoked_keys,
+  }));
 }

@@ -1,23 +1,27 @@
 import type { Bus } from '@jarvis/bus';
 import { BusError, isConnectionError } from '@jarvis/bus';
-import { ChatRequest, CreateUserRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
-import type { Principal } from '../repositories/users-repository';
-import { authenticate, createUser, requireScope } from '../services/api-keys';
-import { runChatTurn } from '../services/chat';
+import { allowCors } from '../middleware/cors';
+import { limitRequests, type RateLimitDeps } from '../middleware/rate-limit';
+import { refuseKeyInUrl } from '../middleware/refuse-key-in-url';
+import { createOpenApiRouter } from '../openapi/openapi-router';
+import { createAdminRouter } from './admin-router';
 import { createApprovalsRouter } from './approvals-router';
+import { createChatRouter } from './chat-router';
 import { createConversationsRouter } from './conversations-router';
 import { createDocumentsRouter } from './documents-router';
+import { createEventsRouter } from './events-router';
 import { createExportRouter } from './export-router';
 import { createFactsRouter } from './facts-router';
 import { createFilesRouter } from './files-router';
 import { createForgetRouter } from './forget-router';
+import { createKeysRouter } from './keys-router';
 import { createMemoryRouter } from './memory-router';
 import { createMissionsRouter } from './missions-router';
-import { parseBody } from './parse-body';
 import { createRunsRouter } from './runs-router';
+import { createTurnsRouter } from './turns-router';
 import { createUsageRouter } from './usage-router';
 
 export type ApiDeps = {
@@ -27,11 +31,18 @@ export type ApiDeps = {
   importBodyLimitBytes: number;
   submitTimeoutMs: number;
   turnTimeoutMs: number;
+  rateLimit: RateLimitDeps;
+  corsOrigins: string[];
 };
 
 // Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
 export function createApiRouter(deps: ApiDeps): Router {
   const router = Router();
+  // Before every route: preflights need no key, and a refused or limited request reads nothing.
+  router.use(allowCors(deps.corsOrigins));
+  router.use(refuseKeyInUrl);
+  router.use(limitRequests(deps.rateLimit));
+  router.use(createOpenApiRouter());
   // Routes that take large bodies parse them themselves, before the general limit applies.
   router.use('/conversations', createConversationsRouter(deps));
   router.use('/memory/documents', createDocumentsRouter(deps));
@@ -45,24 +56,11 @@ export function createApiRouter(deps: ApiDeps): Router {
   router.use('/runs', createRunsRouter(deps));
   router.use('/approvals', createApprovalsRouter(deps));
   router.use('/missions', createMissionsRouter(deps));
-
-  router.post('/admin/users', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
-    requireScope(principal, 'admin');
-    const body = parseBody(CreateUserRequest, req.body);
-    res.status(201).json(await createUser(deps.pool, body.name));
-  });
-
-  router.post('/chat', async (req, res) => {
-    const principal: Principal = await authenticate(deps.pool, req.get('authorization'));
-    const body = parseBody(ChatRequest, req.body);
-    res.json(
-      await runChatTurn(deps.bus, principal.userId, body, {
-        submitTimeoutMs: deps.submitTimeoutMs,
-        turnTimeoutMs: deps.turnTimeoutMs,
-      }),
-    );
-  });
+  router.use('/keys', createKeysRouter(deps));
+  router.use('/admin', createAdminRouter(deps));
+  router.use('/chat', createChatRouter(deps));
+  router.use('/turns', createTurnsRouter(deps));
+  router.use('/events', createEventsRouter(deps));
 
   // Typed errors from the services keep their code; the service kit answers them.
   router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {

@@ -1,5 +1,12 @@
 import type { Bus } from '@jarvis/bus';
-import { Id, ImportMessagesBody } from '@jarvis/contracts';
+import {
+  ConversationsListQuery,
+  Id,
+  ImportMessagesBody,
+  MessagesListQuery,
+  memoryConversationsList,
+  memoryMessagesList,
+} from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import express, { Router } from 'express';
 import { z } from 'zod';
@@ -16,6 +23,29 @@ const ConversationParams = z.object({ id: Id });
 // any other request.
 export function createConversationsRouter(deps: ConversationsRouterDeps): Router {
   const router = Router();
+  // GET /?limit=&before= (most recently written to first; before: the last page's nextBefore).
+  // defaultConversationId names the persistent conversation, wherever it falls.
+  router.get('/', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const query = parseBody(ConversationsListQuery, req.query);
+    res.json(
+      await deps.bus.request(memoryConversationsList, { ...query, userId: principal.userId }),
+    );
+  });
+  // GET /{id}/messages?limit=&before= (newest first; before: the last page's nextBefore, the
+  // sequence of its oldest message). Forgotten messages are left out.
+  router.get('/:id/messages', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const { id } = parseBody(ConversationParams, req.params);
+    const query = parseBody(MessagesListQuery, req.query);
+    res.json(
+      await deps.bus.request(memoryMessagesList, {
+        ...query,
+        userId: principal.userId,
+        conversationId: id,
+      }),
+    );
+  });
   router.post(
     '/:id/messages/import',
     express.json({ limit: deps.importBodyLimitBytes }),

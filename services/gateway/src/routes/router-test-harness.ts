@@ -3,7 +3,12 @@ import { connectTestBus } from '@jarvis/bus/testing';
 import { migrate, type Pool } from '@jarvis/db';
 import { createService, type Service } from '@jarvis/service-kit';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import {
+  connectTestRedis,
+  startTestDatabase,
+  type TestDatabase,
+  uniqueNamespace,
+} from '@jarvis/testkit';
 import { expect } from 'vitest';
 import { createUser } from '../services/api-keys';
 import { createApiRouter } from './api-router';
@@ -17,6 +22,8 @@ export type RouterHarness = {
   bus: Bus;
   alice: TestUser;
   bob: TestUser;
+  // basePath's full URL, for requests `call` cannot make (other methods, headers, raw bodies).
+  url: string;
   // A request to `basePath + route`, with the key (if any) and a JSON body (if any).
   call(
     method: string,
@@ -26,11 +33,18 @@ export type RouterHarness = {
   stop(): Promise<void>;
 };
 
+type HarnessOptions = {
+  // Per key per minute (0: none); the production defaults unless a test sets its own.
+  rateLimit?: { perMinute: number; chatPerMinute: number };
+  corsOrigins?: string[];
+};
+
 // The gateway's real /v1 router in front of the memory service's real handlers, on a test
-// database and the machine's NATS: what a route test needs, set up once per file.
+// database and the machine's NATS and Redis: what a route test needs, set up once per file.
 export async function startRouterHarness(
   basePath: string,
   registerMemory: (bus: Bus, pool: Pool) => { unsubscribe(): void }[],
+  options: HarnessOptions = {},
 ): Promise<RouterHarness> {
   const db = await startTestDatabase();
   await migrate(db.pool, {
@@ -44,15 +58,17 @@ export async function startRouterHarness(
   const namespace = uniqueNamespace('gateway-routes');
   const memoryBus = await connectTestBus(namespace);
   const gatewayBus = await connectTestBus(namespace);
+  const redis = connectTestRedis();
   const subscriptions = registerMemory(memoryBus, db.pool);
   // A request published before the memory SUB reached NATS would find no responders.
   await memoryBus.nc.flush();
 
+  const logger = createLogger('gateway-routes-test', 'silent');
   const service: Service = createService({
     name: 'gateway-routes-test',
     port: 0,
     host: '127.0.0.1',
-    logger: createLogger('gateway-routes-test', 'silent'),
+    logger,
     metrics: createMetrics('gateway-routes-test'),
     checks: {},
     dependencyLossExitMs: 60_000,
@@ -68,6 +84,13 @@ export async function startRouterHarness(
       importBodyLimitBytes: 32 * 1_024 * 1_024,
       submitTimeoutMs: 5_000,
       turnTimeoutMs: 30_000,
+      rateLimit: {
+        redis,
+        namespace,
+        logger,
+        ...(options.rateLimit ?? { perMinute: 600, chatPerMinute: 60 }),
+      },
+      corsOrigins: options.corsOrigins ?? [],
     }),
   );
   const { port } = await service.start();
@@ -80,6 +103,7 @@ export async function startRouterHarness(
     bus: gatewayBus,
     alice: { id: first.user.id, key: first.apiKey },
     bob: { id: second.user.id, key: second.apiKey },
+    url: baseUrl,
     async call(method, route, options = {}) {
       const headers: Record<string, string> = {};
       if (options.key) headers.authorization = `Bearer ${options.key}`;
@@ -97,6 +121,7 @@ export async function startRouterHarness(
       for (const subscription of subscriptions) subscription.unsubscribe();
       await gatewayBus.close();
       await memoryBus.close();
+      redis.disconnect();
       await db.stop();
     },
   };

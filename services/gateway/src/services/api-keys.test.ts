@@ -129,6 +129,34 @@ describe('authenticate', () => {
       { what: 'last_used_at to be set' },
     );
   });
+
+  it('writes "last used" at most once a minute', async () => {
+    const { apiKey } = await createUser(db.pool, 'frida');
+    const setLastUse = (interval: string) =>
+      db.pool.query(
+        `UPDATE gateway.api_keys SET last_used_at = now() - $2::interval WHERE key_hash = $1
+         RETURNING last_used_at`,
+        [sha256(apiKey), interval],
+      );
+    const lastUse = async () => {
+      const { rows } = await db.pool.query<{ last_used_at: Date }>(
+        'SELECT last_used_at FROM gateway.api_keys WHERE key_hash = $1',
+        [sha256(apiKey)],
+      );
+      return rows[0]?.last_used_at.getTime();
+    };
+
+    const recent = (await setLastUse('30 seconds')).rows[0]?.last_used_at.getTime();
+    await authenticate(db.pool, `Bearer ${apiKey}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await lastUse()).toBe(recent);
+
+    const old = (await setLastUse('2 minutes')).rows[0]?.last_used_at.getTime() ?? 0;
+    await authenticate(db.pool, `Bearer ${apiKey}`);
+    await waitFor(async () => ((await lastUse()) ?? 0) > old || undefined, {
+      what: 'last_used_at to move on',
+    });
+  });
 });
 
 describe('ensureAdminKey', () => {
@@ -192,6 +220,16 @@ describe('ensureAdminKey', () => {
       expect(error.status).toBe(401);
     }
     expect((await authenticate(db.pool, `Bearer ${keyB}`)).scope).toBe('admin');
+  });
+
+  it('refuses a configured admin key that was revoked, rather than start without one', async () => {
+    const configured = 'configured-admin-key-R-0123456789abcdef';
+    await ensureAdminKey(db.pool, configured);
+    await db.pool.query('UPDATE gateway.api_keys SET revoked_at = now() WHERE key_hash = $1', [
+      sha256(configured),
+    ]);
+
+    await expect(ensureAdminKey(db.pool, configured)).rejects.toThrow(/was revoked/);
   });
 
   it("refuses a configured admin key that is already a user's key", async () => {

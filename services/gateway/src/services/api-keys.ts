@@ -1,24 +1,37 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { CreateUserResponse } from '@jarvis/contracts';
+import type {
+  AdminUser,
+  ApiKeyInfo,
+  CreateApiKeyResponse,
+  CreateUserResponse,
+  KeyScope,
+} from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import {
+  countActiveKeysForUpdate,
   findAdminUserId,
-  findKeyScope,
+  findKeyState,
   findPrincipalByKeyHash,
+  findUserApiKey,
   hasAdminKey,
   insertApiKey,
   insertUser,
-  type KeyScope,
+  listUserApiKeys,
+  listUsersWithKeyCounts,
   type Principal,
+  revokeAnyApiKey,
   revokeOtherAdminKeys,
+  revokeUserApiKey,
   touchApiKey,
 } from '../repositories/users-repository';
 
 const KEY_PREFIX = 'jv_';
 const VISIBLE_CHARS = 8;
+// Far more than one person's devices and scripts; keeps a leaked key from minting keys forever.
+export const MAX_ACTIVE_KEYS_PER_USER = 100;
 
-function hashApiKey(key: string): string {
+export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
@@ -63,11 +76,13 @@ export async function ensureAdminKey(
       await insertUser(db, { id: adminId, name: 'admin' });
     }
     const hash = hashApiKey(key);
-    const existingScope = await findKeyScope(db, hash);
-    if (existingScope === 'user') {
+    const existing = await findKeyState(db, hash);
+    if (existing?.scope === 'user') {
       throw new Error('JARVIS_ADMIN_KEY is already the API key of a user; choose another');
     }
-    if (!existingScope) {
+    // Registering it again would do nothing (the hash is taken) and leave no working admin key.
+    if (existing?.isRevoked) throw new Error('JARVIS_ADMIN_KEY was revoked; choose another');
+    if (!existing) {
       await insertApiKey(db, {
         id: randomUUID(),
         userId: adminId,
@@ -82,24 +97,80 @@ export async function ensureAdminKey(
   });
 }
 
+// The key of an "Authorization: Bearer <key>" header, if it has one.
+export function bearerKey(authorization: string | undefined): string | undefined {
+  return authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+}
+
 // Keys travel only in the Authorization header, never in URLs (they would end up in logs).
+// Looked up on every request, so a revoked key stops working at once, on every replica.
 export async function authenticate(
   pool: Pool,
   authorization: string | undefined,
 ): Promise<Principal> {
-  const match = authorization?.match(/^Bearer\s+(\S+)\s*$/i);
-  const key = match?.[1];
+  const key = bearerKey(authorization);
   if (!key) {
     throw new HttpError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
   }
-  const principal = await findPrincipalByKeyHash(pool, hashApiKey(key));
-  if (!principal) throw new HttpError('unauthorized', 'invalid or revoked API key');
-  void touchApiKey(pool, principal.keyId).catch(() => {});
-  return principal;
+  const found = await findPrincipalByKeyHash(pool, hashApiKey(key));
+  if (!found) throw new HttpError('unauthorized', 'invalid or revoked API key');
+  // "Last used" is written at most once a minute per key, off the request's path: a busy key
+  // would otherwise cost a row update per request.
+  if (found.isLastUseStale) void touchApiKey(pool, found.principal.keyId).catch(() => {});
+  return found.principal;
 }
 
 export function requireScope(principal: Principal, scope: KeyScope): void {
   if (scope === 'admin' && principal.scope !== 'admin') {
     throw new HttpError('forbidden', 'this route needs an admin key');
   }
+}
+
+// A further key for the key's own user. Always of scope user: admin keys come only from
+// JARVIS_ADMIN_KEY (or the first start), so a leaked admin key cannot make more of itself.
+export async function createApiKey(
+  pool: Pool,
+  principal: Principal,
+  name: string | undefined,
+): Promise<CreateApiKeyResponse> {
+  const apiKey = generateApiKey();
+  const id = randomUUID();
+  const key = await withTransaction(pool, async (db) => {
+    if ((await countActiveKeysForUpdate(db, principal.userId)) >= MAX_ACTIVE_KEYS_PER_USER) {
+      throw new HttpError(
+        'conflict',
+        `a user may have at most ${MAX_ACTIVE_KEYS_PER_USER} active keys: revoke one first`,
+      );
+    }
+    await insertApiKey(db, {
+      id,
+      userId: principal.userId,
+      name,
+      prefix: visiblePrefix(apiKey),
+      hash: hashApiKey(apiKey),
+      scope: 'user',
+    });
+    return findUserApiKey(db, principal.userId, id);
+  });
+  if (!key) throw new Error(`api key ${id} vanished right after it was created`);
+  return { key, apiKey };
+}
+
+export function listApiKeys(pool: Pool, principal: Principal): Promise<ApiKeyInfo[]> {
+  return listUserApiKeys(pool, principal.userId);
+}
+
+// Another user's key answers like a missing one: its id says nothing about who owns it.
+export async function revokeApiKey(pool: Pool, principal: Principal, keyId: string): Promise<void> {
+  if (!(await revokeUserApiKey(pool, principal.userId, keyId))) {
+    throw new HttpError('not_found', 'API key not found');
+  }
+}
+
+export async function revokeAnyUsersApiKey(pool: Pool, keyId: string): Promise<void> {
+  if (!(await revokeAnyApiKey(pool, keyId))) throw new HttpError('not_found', 'API key not found');
+}
+
+export function listUsers(pool: Pool): Promise<AdminUser[]> {
+  return listUsersWithKeyCounts(pool);
 }

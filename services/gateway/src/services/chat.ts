@@ -1,17 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import {
+  type ChatAccepted,
   type ChatRequest,
   type ChatResponse,
   isTurnOutcome,
   TurnEvent,
+  type TurnFailed,
+  type TurnSubmitResponse,
   turnEventSubject,
   turnSubmit,
 } from '@jarvis/contracts';
+import type { SseStream } from './sse';
 
 type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
 
 export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
+
+const TIMEOUT_MESSAGE = 'no reply in time; the turn goes on and its reply will be kept';
+
+function submit(
+  bus: Bus,
+  userId: string,
+  request: ChatRequest,
+  turnId: string,
+  options: ChatOptions,
+): Promise<TurnSubmitResponse> {
+  return bus.request(
+    turnSubmit,
+    {
+      userId,
+      conversationId: request.conversationId,
+      message: request.message,
+      turnId,
+      timeZone: request.timeZone,
+    },
+    { timeoutMs: options.submitTimeoutMs },
+  );
+}
 
 // Submits the turn and waits for its outcome event.
 export async function runChatTurn(
@@ -22,23 +48,74 @@ export async function runChatTurn(
 ): Promise<ChatResponse> {
   const turnId = randomUUID();
   const event = await awaitTurnOutcome(bus, turnId, options.turnTimeoutMs, async () => {
-    await bus.request(
-      turnSubmit,
-      {
-        userId,
-        conversationId: request.conversationId,
-        message: request.message,
-        turnId,
-        timeZone: request.timeZone,
-      },
-      { timeoutMs: options.submitTimeoutMs },
-    );
+    await submit(bus, userId, request, turnId, options);
   });
   return toChatResponse(event);
 }
 
+// Submits the turn and streams its events: `accepted` (its ids, so the client can cancel it),
+// the progress events, and the outcome (`done` or `failed`), after which the stream ends.
+// Nothing is written until the turn is accepted, so a refused one is answered as a plain HTTP
+// error; events that come first wait, in order. The client going away only stops the writing:
+// the turn goes on and its reply is stored. A turn silent for turnTimeoutMs ends the stream with
+// `failed` of code `timeout`, like the 504 of a JSON answer.
+export async function streamChatTurn(
+  bus: Bus,
+  userId: string,
+  request: ChatRequest,
+  options: ChatOptions,
+  open: () => SseStream,
+): Promise<void> {
+  const turnId = randomUUID();
+  const early: TurnEvent[] = [];
+  let stream: SseStream | undefined;
+  let settle: (ending: 'done' | 'silent') => void = () => {};
+  const ended = new Promise<'done' | 'silent'>((resolve) => {
+    settle = resolve;
+  });
+  let silence: NodeJS.Timeout | undefined;
+  const awaitNext = () => {
+    clearTimeout(silence);
+    silence = setTimeout(() => settle('silent'), options.turnTimeoutMs);
+  };
+  const write = (target: SseStream, event: TurnEvent) => {
+    target.send(event.type, event);
+    if (isTurnOutcome(event)) settle('done');
+    else awaitNext();
+  };
+  const subscription = bus.subscribe(turnEventSubject(turnId), TurnEvent, (event) => {
+    if (stream) write(stream, event);
+    else early.push(event);
+  });
+  try {
+    const accepted = await submit(bus, userId, request, turnId, options);
+    const opened = open();
+    stream = opened;
+    const acceptedEvent: ChatAccepted = { type: 'accepted', ...accepted };
+    opened.send('accepted', acceptedEvent);
+    awaitNext();
+    for (const event of early) write(opened, event);
+    const ending = await Promise.race([ended, opened.closed]);
+    if (ending === 'silent') {
+      const timedOut: TurnFailed = {
+        type: 'failed',
+        turnId,
+        runId: accepted.runId,
+        conversationId: accepted.conversationId,
+        error: { code: 'timeout', message: TIMEOUT_MESSAGE },
+      };
+      opened.send(timedOut.type, timedOut);
+    }
+  } finally {
+    clearTimeout(silence);
+    subscription.unsubscribe();
+    stream?.end();
+  }
+}
+
 export function toChatResponse(event: Extract<TurnEvent, { type: 'done' }>): ChatResponse {
   return {
+    turnId: event.turnId,
     conversationId: event.conversationId,
     runId: event.runId,
     reply: { role: 'assistant', content: event.reply.content },
@@ -68,16 +145,7 @@ export async function awaitTurnOutcome(
   try {
     await start();
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new BusError(
-              'timeout',
-              'no reply in time; the turn goes on and its reply will be kept',
-            ),
-          ),
-        timeoutMs,
-      );
+      timer = setTimeout(() => reject(new BusError('timeout', TIMEOUT_MESSAGE)), timeoutMs);
     });
     const event = await Promise.race([outcome, timeout]);
     if (event.type === 'failed') throw new BusError(event.error.code, event.error.message);

@@ -21,11 +21,7 @@ export async function ensureDefaultConversation(db: PoolClient, userId: string):
      ON CONFLICT (user_id) WHERE is_default DO NOTHING`,
     [randomUUID(), userId],
   );
-  const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM memory.conversations WHERE user_id = $1 AND is_default',
-    [userId],
-  );
-  const id = rows[0]?.id;
+  const id = await findDefaultConversation(db, userId);
   if (!id) throw new Error('default conversation vanished after insert');
   return id;
 }
@@ -42,4 +38,69 @@ export async function ensureConversation(
     [conversationId, userId],
   );
   return findConversation(db, userId, conversationId);
+}
+
+export type ConversationRow = {
+  id: string;
+  isDefault: boolean;
+  createdAt: Date;
+  lastMessageSeq: number;
+  lastMessageAt: Date;
+  // The start of its first user message, if it has one.
+  opening: string | null;
+};
+
+// The user's conversations by their latest message, most recent first; forgotten messages count
+// for nothing, so a conversation holding only those is left out.
+export async function listConversations(
+  db: Queryable,
+  userId: string,
+  limit: number,
+  beforeSeq: number | undefined,
+): Promise<ConversationRow[]> {
+  const { rows } = await db.query<{
+    id: string;
+    is_default: boolean;
+    created_at: Date;
+    last_seq: string;
+    last_at: Date;
+    opening: string | null;
+  }>(
+    `SELECT c.id, c.is_default, c.created_at, latest.seq AS last_seq, latest.created_at AS last_at,
+       opening.content AS opening
+     FROM memory.conversations c
+     CROSS JOIN LATERAL (
+       SELECT seq, created_at FROM memory.messages m
+       WHERE m.conversation_id = c.id AND m.user_id = $1 AND m.forgotten_at IS NULL
+       ORDER BY seq DESC LIMIT 1
+     ) latest
+     LEFT JOIN LATERAL (
+       SELECT left(content, 200) AS content FROM memory.messages m
+       WHERE m.conversation_id = c.id AND m.user_id = $1 AND m.forgotten_at IS NULL
+         AND m.role = 'user'
+       ORDER BY seq ASC LIMIT 1
+     ) opening ON true
+     WHERE c.user_id = $1 AND ($2::bigint IS NULL OR latest.seq < $2)
+     ORDER BY latest.seq DESC LIMIT $3`,
+    [userId, beforeSeq ?? null, limit],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    isDefault: row.is_default,
+    createdAt: row.created_at,
+    lastMessageSeq: Number(row.last_seq),
+    lastMessageAt: row.last_at,
+    opening: row.opening,
+  }));
+}
+
+export async function findDefaultConversation(
+  db: Queryable,
+  userId: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM memory.conversations WHERE user_id = $1 AND is_default',
+    [userId],
+  );
+  return rows[0]?.id;
 }

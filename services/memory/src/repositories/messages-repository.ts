@@ -200,3 +200,23 @@ export async function deleteMessageEmbeddings(
     [userId, ids],
   );
 }
+
+export type SequencedMessage = StoredMessage & { seq: number };
+
+// One page of a conversation's history, newest first, forgotten messages left out.
+export async function listConversationMessages(
+  db: Queryable,
+  userId: string,
+  conversationId: string,
+  limit: number,
+  beforeSeq: number | undefined,
+): Promise<SequencedMessage[]> {
+  const { rows } = await db.query<MessageRow & { seq: string }>(
+    `SELECT ${COLUMNS}, seq FROM memory.messages
+     WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
+       AND ($3::bigint IS NULL OR seq < $3)
+     ORDER BY seq DESC LIMIT $4`,
+    [conversationId, userId, beforeSeq ?? null, limit],
+  );
+  return rows.map((row) => ({ ...toMessage(row), seq: Number(row.seq) }));
+}

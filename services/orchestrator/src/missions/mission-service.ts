@@ -24,6 +24,7 @@ import {
   setTaskStatus,
 } from '../repositories/missions-repository';
 import type { LoopBudget, LoopSettings } from '../services/agent-loop';
+import { publishUserEvent } from '../services/user-events';
 import type { AgentTool } from '../tools/agent-tool';
 
 export type MissionDeps = {
@@ -85,12 +86,13 @@ export async function createMission(
     conversationId = message.conversationId;
   }
   const mission = { id, userId: request.userId };
+  const status = request.tasks ? 'running' : 'planning';
   await withTransaction(deps.pool, async (db) => {
     await insertMission(db, {
       ...mission,
       conversationId,
       objective: request.objective,
-      status: request.tasks ? 'running' : 'planning',
+      status,
       createdBy: request.createdBy,
       sourceRunId: request.sourceRunId,
       maxTokens: request.maxTokens ?? deps.defaults.maxTokens,
@@ -98,9 +100,52 @@ export async function createMission(
     });
     if (request.tasks) await insertTasks(db, mission, withIds(request.tasks));
   });
+  // Told before any work is queued, so no task's news can come first.
+  await announceMission(
+    deps,
+    { ...mission, objective: request.objective, status, conversationId },
+    { change: 'started' },
+  );
   if (request.tasks) await advanceMission(deps, request.userId, id);
   else await queueWork(deps.bus, { step: 'plan', userId: request.userId, missionId: id });
   return getMission(deps.pool, request.userId, id);
+}
+
+type MissionUpdate =
+  | { change: 'started' }
+  | { change: 'task_finished'; task: StoredTask }
+  | { change: 'ended'; reportMessageId: string };
+
+// Tells the mission's user, on their live event stream, that it started, that one of its tasks
+// finished, or that it ended and where its report is.
+export async function announceMission(
+  deps: MissionDeps,
+  mission: Pick<StoredMission, 'id' | 'userId' | 'objective' | 'status' | 'conversationId'>,
+  update: MissionUpdate,
+): Promise<void> {
+  const about = update.change === 'task_finished' ? `task:${update.task.id}` : update.change;
+  await publishUserEvent(deps.bus, mission.userId, `mission:${mission.id}:${about}`, {
+    type: 'mission_updated',
+    occurredAt: new Date().toISOString(),
+    mission: {
+      id: mission.id,
+      objective: mission.objective,
+      status: mission.status,
+      conversationId: mission.conversationId,
+    },
+    change: update.change,
+    ...(update.change === 'task_finished'
+      ? {
+          task: {
+            id: update.task.id,
+            number: update.task.number,
+            title: update.task.title,
+            status: update.task.status,
+          },
+        }
+      : {}),
+    ...(update.change === 'ended' ? { reportMessageId: update.reportMessageId } : {}),
+  });
 }
 
 function startNote(objective: string, tasks: number | undefined): string {

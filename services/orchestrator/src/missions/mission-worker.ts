@@ -4,6 +4,7 @@ import {
   type ErrorInfo,
   MISSION_MAX_TASKS,
   MissionTaskPlan,
+  type MissionTaskStatus,
   type MissionWork,
   type ModelChatResponse,
   memoryAppend,
@@ -40,6 +41,7 @@ import { describeNow } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
 import {
   advanceMission,
+  announceMission,
   type MissionDeps,
   missionBudget,
   taskTools,
@@ -218,6 +220,10 @@ async function workOnTask(
   if (run.status === 'completed' || run.status === 'failed') {
     // The run ended but the crash came before the task heard of it.
     await setTaskStatus(deps.pool, task.id, run.status, { result: run.replyContent ?? undefined });
+    await announceMission(deps, mission, {
+      change: 'task_finished',
+      task: { ...task, status: run.status },
+    });
     await advanceMission(deps, task.userId, mission.id);
     return ack();
   }
@@ -234,6 +240,7 @@ async function workOnTask(
     durationMs: Date.now() - recallStarted.getTime(),
   });
   const tools = taskTools(deps, task.tools);
+  let status: MissionTaskStatus;
   try {
     const result = await runAgentLoop(
       {
@@ -271,19 +278,23 @@ async function workOnTask(
     // A task the mission's budget or cancellation stopped has not done its job, whatever it
     // got as far as; other guardrails still leave an answer worth reporting.
     if (result.guardrail === 'budget') {
+      status = 'failed';
       await setTaskStatus(deps.pool, task.id, 'failed', {
         result: result.content,
         error: { code: 'budget_exceeded', message: result.content.split('\n').at(-1) ?? 'stopped' },
       });
     } else {
+      status = 'completed';
       await setTaskStatus(deps.pool, task.id, 'completed', { result: result.content });
     }
   } catch (error) {
     if (!(error instanceof ModelFailure) && deliveryCount < deps.maxDeliver) throw error;
     const info = describeFailure(error);
     await markRunFailed(deps.pool, run.id, info);
-    await setTaskStatus(deps.pool, task.id, 'failed', { error: info });
+    status = 'failed';
+    await setTaskStatus(deps.pool, task.id, status, { error: info });
   }
+  await announceMission(deps, mission, { change: 'task_finished', task: { ...task, status } });
   await advanceMission(deps, task.userId, mission.id);
   return ack();
 }
@@ -340,18 +351,24 @@ async function report(deps: MissionDeps, work: Extract<MissionWork, { step: 'rep
     idempotencyKey: `mission:${mission.id}:report`,
     metadata: { missionId: mission.id },
   });
-  await withTransaction(deps.pool, async (db) => {
+  const status = await withTransaction(deps.pool, async (db) => {
     await recordReport(db, mission.id, { content, messageId: message.id });
-    if (mission.status === 'reporting') {
-      if (completed.length > 0) await setMissionStatus(db, mission.id, 'completed');
-      else {
-        await setMissionStatus(db, mission.id, 'failed', {
-          code: stopped ? 'budget_exceeded' : 'internal',
-          message: stopped ?? 'no task completed',
-        });
-      }
+    if (mission.status !== 'reporting') return mission.status;
+    if (completed.length > 0) {
+      await setMissionStatus(db, mission.id, 'completed');
+      return 'completed';
     }
+    await setMissionStatus(db, mission.id, 'failed', {
+      code: stopped ? 'budget_exceeded' : 'internal',
+      message: stopped ?? 'no task completed',
+    });
+    return 'failed';
   });
+  await announceMission(
+    deps,
+    { ...mission, status },
+    { change: 'ended', reportMessageId: message.id },
+  );
   return ack();
 }
 
@@ -413,7 +430,7 @@ function plainReport(tasks: StoredTask[], stopped: string | undefined): string {
 // A mission that cannot go on says so in its conversation.
 async function fail(deps: MissionDeps, mission: StoredMission, error: ErrorInfo) {
   await setMissionStatus(deps.pool, mission.id, 'failed', error);
-  await deps.bus.request(memoryAppend, {
+  const { message } = await deps.bus.request(memoryAppend, {
     userId: mission.userId,
     conversationId: mission.conversationId,
     role: 'assistant',
@@ -421,6 +438,11 @@ async function fail(deps: MissionDeps, mission: StoredMission, error: ErrorInfo)
     idempotencyKey: `mission:${mission.id}:report`,
     metadata: { missionId: mission.id, error: error.code },
   });
+  await announceMission(
+    deps,
+    { ...mission, status: 'failed' },
+    { change: 'ended', reportMessageId: message.id },
+  );
   return ack();
 }
 
@@ -428,12 +450,15 @@ async function fail(deps: MissionDeps, mission: StoredMission, error: ErrorInfo)
 // without it; a plan or report that cannot be made ends the mission.
 async function giveUp(deps: MissionDeps, work: MissionWork, error: ErrorInfo) {
   try {
+    const mission = await findMission(deps.pool, work.userId, work.missionId);
     if (work.step === 'task') {
       await setTaskStatus(deps.pool, work.taskId, 'failed', { error });
+      const tasks = await listTasks(deps.pool, work.userId, work.missionId);
+      const task = tasks.find((candidate) => candidate.id === work.taskId);
+      if (mission && task) await announceMission(deps, mission, { change: 'task_finished', task });
       await advanceMission(deps, work.userId, work.missionId);
       return;
     }
-    const mission = await findMission(deps.pool, work.userId, work.missionId);
     if (mission) await fail(deps, mission, error);
   } catch (failure) {
     deps.logger.error({ err: failure, work }, 'could not record the mission failure');

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import {
   ChatMessage,
   ModelChatChunk,
   type ModelChatResponse,
   modelChat,
+  modelChatCancel,
   ToolCall,
   type TurnEvent,
   Usage,
@@ -85,6 +87,13 @@ export class ModelFailure extends Error {
   }
 }
 
+// The user cancelled the turn: final, and recorded as a `cancelled` guardrail step.
+export class TurnCancelled extends Error {
+  constructor() {
+    super('the turn was cancelled');
+  }
+}
+
 export type StepRecorder = { record(step: NewStep): Promise<void>; count(): number };
 
 // Steps are numbered in the order they happen within one attempt of the run.
@@ -99,13 +108,16 @@ export function createStepRecorder(pool: Pool, target: StepTarget): StepRecorder
   };
 }
 
-type LoopDeps = {
+export type LoopDeps = {
   bus: Bus;
   tools: AgentTool[];
   settings: LoopSettings;
   recorder: StepRecorder;
   emit: (event: TurnEvent) => void;
   budget?: LoopBudget;
+  // Aborted when the user cancels the turn: it stops before its next step, and a model call in
+  // flight is cancelled.
+  signal?: AbortSignal;
 };
 
 // The tool loop: the model answers or asks for tools; their results (validated, time-limited,
@@ -146,6 +158,7 @@ export async function runAgentLoop(
 
   for (;;) {
     while (state.pending.length > 0) {
+      await stopIfCancelled(deps);
       const call = state.pending[0] as ToolCall;
       const decided = decision?.toolCallId === call.id ? decision.status : undefined;
       if (byName.get(call.name)?.risk === 'risky' && decided === undefined) {
@@ -199,6 +212,7 @@ export async function runAgentLoop(
       await tripped(deps, 'budget', { reason: exhausted });
       return stop('budget', exhausted);
     }
+    await stopIfCancelled(deps);
     state.steps += 1;
     const answer = await callModel(deps, run, state.messages, definitions, remaining);
     await deps.budget?.charge(answer);
@@ -236,6 +250,10 @@ async function callModel(
 ): Promise<ModelChatResponse> {
   const startedAt = new Date();
   const timeoutMs = Math.min(deps.settings.modelCallTimeoutMs, remainingMs);
+  const requestId = randomUUID();
+  const cancel = () =>
+    deps.bus.publish(modelChatCancel.subject, modelChatCancel.payload, { requestId });
+  deps.signal?.addEventListener('abort', cancel, { once: true });
   let response: ModelChatResponse;
   try {
     response = await deps.bus.requestStreaming(
@@ -243,6 +261,7 @@ async function callModel(
       {
         purpose: 'chat',
         userId: run.userId,
+        requestId,
         messages,
         ...(tools.length > 0 ? { tools } : {}),
         maxTokens: deps.settings.maxOutputTokens,
@@ -266,7 +285,10 @@ async function callModel(
       startedAt,
       durationMs: Date.now() - startedAt.getTime(),
     });
+    await stopIfCancelled(deps);
     throw new ModelFailure(error);
+  } finally {
+    deps.signal?.removeEventListener('abort', cancel);
   }
   await deps.recorder.record({
     kind: 'model',
@@ -346,6 +368,12 @@ async function callTool(
     durationMs,
   });
   return content;
+}
+
+async function stopIfCancelled(deps: LoopDeps): Promise<void> {
+  if (!deps.signal?.aborted) return;
+  await tripped(deps, 'cancelled', {});
+  throw new TurnCancelled();
 }
 
 async function tripped(deps: LoopDeps, name: string, output: Record<string, unknown>) {

@@ -21,6 +21,7 @@ import {
   markRunStarted,
   type NewRun,
 } from '../repositories/runs-repository';
+import { watchTurnCancellations } from './cancel-turn';
 import { runTurn, type TurnDeps } from './run-turn';
 
 // No memory or model gateway answers in this namespace: these tests cover the paths a turn takes
@@ -64,6 +65,7 @@ beforeAll(async () => {
     },
     lockLeaseMs: 5_000,
     maxDeliver: MAX_DELIVER,
+    cancellations: watchTurnCancellations(bus, redis),
   };
 });
 

@@ -19,6 +19,7 @@ import {
   findApproval,
   findLatestApproval,
   insertApproval,
+  publicApproval,
   type StoredApproval,
 } from '../repositories/approvals-repository';
 import {
@@ -33,15 +34,18 @@ import { recordRunTotals } from '../repositories/steps-repository';
 import type { AgentTool } from '../tools/agent-tool';
 import {
   createStepRecorder,
+  type LoopDeps,
   type LoopResult,
   type LoopSettings,
   LoopStateSchema,
   ModelFailure,
   runAgentLoop,
-  type StepRecorder,
+  TurnCancelled,
 } from './agent-loop';
 import { buildPrompt } from './build-prompt';
+import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import { describeContext, planContextBudget } from './context-budget';
+import { publishUserEvent } from './user-events';
 
 export type TurnDeps = {
   bus: Bus;
@@ -59,6 +63,8 @@ export type TurnDeps = {
   loop: LoopSettings;
   // How long a risky tool call waits for its user before it counts as not approved.
   approvalTtlMs: number;
+  // Tells a turn this process runs that its user cancelled it, through whichever replica.
+  cancellations: TurnCancellations;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -99,6 +105,9 @@ export async function runTurn(
     deps.lockLeaseMs,
   );
   if (!lock) return { type: 'retry', delayMs: LOCKED_RETRY_MS };
+  // A reply, or the note that takes its place, is stored under this key: never two.
+  const replyKey =
+    approval && canResume ? `approval:${approval.id}:reply` : `turn:${run.turnId}:reply`;
   const renewal = setInterval(
     () => {
       lock.renew().then(
@@ -110,23 +119,29 @@ export async function runTurn(
     },
     Math.max(deps.lockLeaseMs / 3, 100),
   );
+  let cancellation: TurnCancellation | undefined;
   try {
+    cancellation = await deps.cancellations.watch(run.turnId);
     const attempt = await markRunStarted(deps.pool, run.id);
+    const loop = loopDeps(deps, attempt, run, cancellation.signal);
     const event =
       approval && canResume
-        ? await resume(deps, run, attempt, approval)
-        : await answer(deps, run, attempt);
+        ? await resume(deps, loop, run, approval, replyKey)
+        : await answer(deps, loop, run, replyKey);
     announce(deps.bus, event);
     return { type: 'ack' };
   } catch (error) {
     const info = describeFailure(error);
-    // Model errors are final (the model gateway already retried and fell back); anything else
-    // is worth another delivery until the last one.
-    const isFinal = error instanceof ModelFailure || deliveryCount >= deps.maxDeliver;
+    // Model errors are final (the model gateway already retried and fell back), and so is the
+    // user's cancel; anything else is worth another delivery until the last one.
+    const isFinal =
+      error instanceof ModelFailure ||
+      error instanceof TurnCancelled ||
+      deliveryCount >= deps.maxDeliver;
     deps.logger.warn({ turnId: run.turnId, err: error, isFinal }, 'turn failed');
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
     await markRunFailed(deps.pool, run.id, info);
-    await storeFailureNote(deps, run, info);
+    await storeFailureNote(deps, run, info, replyKey);
     announce(deps.bus, {
       type: 'failed',
       turnId: run.turnId,
@@ -136,14 +151,19 @@ export async function runTurn(
     });
     return { type: 'ack' };
   } finally {
+    cancellation?.release();
     clearInterval(renewal);
     // If Redis is gone the lease simply expires; the turn's outcome stands either way.
     await lock.release().catch(() => {});
   }
 }
 
-async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEvent> {
-  const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt });
+async function answer(
+  deps: TurnDeps,
+  loop: LoopDeps,
+  run: Run,
+  replyKey: string,
+): Promise<TurnEvent> {
   const recallStarted = new Date();
   const budget = await planContextBudget(deps, recallStarted, run.timeZone);
   const recall = await deps.bus.request(memoryRecall, {
@@ -155,7 +175,7 @@ async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEv
     recentLimit: deps.historyLimit,
   });
   const context = describeContext(budget, recall, run.userMessageId);
-  await recorder.record({
+  await loop.recorder.record({
     kind: 'recall',
     name: 'memory.recall',
     status: 'ok',
@@ -166,13 +186,13 @@ async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEv
     startedAt: recallStarted,
     durationMs: Date.now() - recallStarted.getTime(),
   });
-  const result = await runAgentLoop(loopDeps(deps, recorder), run, {
+  const result = await runAgentLoop(loop, run, {
     prompt: buildPrompt(recall, new Date(), run.timeZone),
   });
   await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
   // so a conversation never shows two replies to one message.
-  return finish(deps, run, result, `turn:${run.turnId}:reply`, [
+  return finish(deps, run, result, replyKey, [
     ...recall.relevant.map((item) => item.id),
     ...recall.profile.map((fact) => fact.id),
   ]);
@@ -181,13 +201,13 @@ async function answer(deps: TurnDeps, run: Run, attempt: number): Promise<TurnEv
 // The run goes on from where it paused, with the user's decision on the call it paused on.
 async function resume(
   deps: TurnDeps,
+  loop: LoopDeps,
   run: Run,
-  attempt: number,
   approval: StoredApproval,
+  replyKey: string,
 ): Promise<TurnEvent> {
-  const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt });
   const state = LoopStateSchema.parse(approval.loopState);
-  const result = await runAgentLoop(loopDeps(deps, recorder), run, {
+  const result = await runAgentLoop(loop, run, {
     state,
     // A pending approval never gets here (runTurn checks); counted as not approved if it did.
     decision: {
@@ -196,16 +216,17 @@ async function resume(
     },
   });
   await recordRunTotals(deps.pool, run.id, { costUsd: result.costUsd });
-  return finish(deps, run, result, `approval:${approval.id}:reply`, []);
+  return finish(deps, run, result, replyKey, []);
 }
 
-function loopDeps(deps: TurnDeps, recorder: StepRecorder) {
+function loopDeps(deps: TurnDeps, attempt: number, run: Run, signal: AbortSignal): LoopDeps {
   return {
     bus: deps.bus,
     tools: deps.tools,
     settings: deps.loop,
-    recorder,
+    recorder: createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt }),
     emit: (event: TurnEvent) => announce(deps.bus, event),
+    signal,
   };
 }
 
@@ -256,6 +277,11 @@ async function finish(
       });
       await markRunWaiting(db, run.id, completion);
       return stored;
+    });
+    await publishUserEvent(deps.bus, run.userId, `approval:${approval.id}:requested`, {
+      type: 'approval_requested',
+      occurredAt: approval.createdAt,
+      approval: publicApproval(approval),
     });
     return { ...done, approval: approvalRequest(approval) };
   }
@@ -328,14 +354,19 @@ function toEvent(run: Run, latest: StoredApproval | undefined): TurnEvent {
 
 // The conversation says why there is no answer, in the reply's place (same idempotency key,
 // so a turn never has both). Best effort: memory itself may be what failed.
-async function storeFailureNote(deps: TurnDeps, run: Run, info: ErrorInfo): Promise<void> {
+async function storeFailureNote(
+  deps: TurnDeps,
+  run: Run,
+  info: ErrorInfo,
+  replyKey: string,
+): Promise<void> {
   try {
     await deps.bus.request(memoryAppend, {
       userId: run.userId,
       conversationId: run.conversationId,
       role: 'assistant',
       content: failureNote(info),
-      idempotencyKey: `turn:${run.turnId}:reply`,
+      idempotencyKey: replyKey,
       metadata: { error: info.code },
     });
   } catch (error) {
@@ -345,6 +376,8 @@ async function storeFailureNote(deps: TurnDeps, run: Run, info: ErrorInfo): Prom
 
 function failureNote(info: ErrorInfo): string {
   switch (info.code) {
+    case 'cancelled':
+      return 'Stopped at your request.';
     case 'budget_exceeded':
       return `I can't answer this now: ${info.message}.`;
     case 'unavailable':
@@ -360,6 +393,9 @@ function failureNote(info: ErrorInfo): string {
 
 // A model failure carries the model gateway's typed error; anything else is ours.
 export function describeFailure(error: unknown): ErrorInfo {
+  if (error instanceof TurnCancelled) {
+    return { code: 'cancelled', message: 'the turn was stopped at your request' };
+  }
   const cause = error instanceof ModelFailure ? error.cause : error;
   if (cause instanceof BusError) return cause.toInfo();
   if (error instanceof ModelFailure) {

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { Id } from './common';
+import { Approval } from './orchestrator-approvals';
+import { MissionStatus, MissionTaskStatus } from './orchestrator-missions';
+
+// What happens for a user away from any turn they are watching: an approval a run waits for, a
+// mission moving on (later: a reminder firing). Producers publish to JetStream stream
+// USER_EVENTS on user-events.<userId>; GET /v1/events streams the user's subject, with the
+// stream sequence as the event id, so a client that reconnects misses nothing kept.
+
+export const USER_EVENTS_STREAM = {
+  stream: 'USER_EVENTS',
+  subjects: userEventSubject('*'),
+  // A client away longer than this misses what happened meanwhile (the state itself stays
+  // readable: /v1/approvals, /v1/missions).
+  maxAgeMs: 24 * 3600_000,
+};
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+const ApprovalRequested = z.object({
+  type: z.literal('approval_requested'),
+  occurredAt: Timestamp,
+  // Decide with POST /v1/approvals/{id}.
+  approval: Approval,
+});
+
+const MissionUpdated = z.object({
+  type: z.literal('mission_updated'),
+  occurredAt: Timestamp,
+  mission: z.object({
+    id: Id,
+    objective: z.string(),
+    status: MissionStatus,
+    conversationId: Id,
+  }),
+  // started: created (planning, or running a given plan). task_finished: `task` completed or
+  // failed. ended: completed, failed or cancelled, and its report is the message reportMessageId.
+  change: z.enum(['started', 'task_finished', 'ended']),
+  task: z
+    .object({
+      id: Id,
+      number: z.number().int().min(1),
+      title: z.string(),
+      status: MissionTaskStatus,
+    })
+    .optional(),
+  reportMessageId: Id.optional(),
+});
+
+// A reminder from the scheduler joins this union when it exists; clients skip types they do
+// not know.
+export const UserEvent = z.discriminatedUnion('type', [ApprovalRequested, MissionUpdated]);
+export type UserEvent = z.infer<typeof UserEvent>;
+
+// GET /v1/events: the id of the last event the client saw, to go on right after it.
+export const UserEventsHeaders = z.strictObject({
+  'Last-Event-ID': z
+    .string()
+    .regex(/^\d{1,15}$/, 'the id of an event of this stream')
+    .transform(Number)
+    .optional(),
+});
+
+// One user's subject; the stream holds every user's.
+export function userEventSubject(userId: string): string {
+  return `user-events.${userId}`;
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+
+let harness: RouterHarness;
+
+beforeAll(async () => {
+  harness = await startRouterHarness('/v1', () => []);
+});
+
+afterAll(async () => {
+  await harness?.stop();
+});
+
+const REFUSED = {
+  error: {
+    code: 'bad_request',
+    message:
+      'API keys are accepted only in the Authorization header ("Authorization: Bearer <key>"), never in the URL',
+  },
+};
+
+describe('a key in the URL', () => {
+  it.each([
+    'api_key',
+    'key',
+    'token',
+    'access_token',
+    'API_KEY',
+  ])('is refused with 400 in ?%s=', async (name) => {
+    const response = await fetch(`${harness.url}/keys?${name}=${harness.alice.key}`);
+
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(REFUSED);
+  });
+
+  it('is refused even beside a good Authorization header, on any route', async () => {
+    const response = await fetch(`${harness.url}/usage?token=${harness.alice.key}`, {
+      headers: { authorization: `Bearer ${harness.alice.key}` },
+    });
+
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(REFUSED);
+  });
+
+  it('leaves other query parameters alone', async () => {
+    const response = await fetch(`${harness.url}/keys?keys=1&monkey=2`, {
+      headers: { authorization: `Bearer ${harness.alice.key}` },
+    });
+
+    expect(response.status).toBe(200);
+  });
+});

@@ -1,0 +1,37 @@
+import type { Bus } from '@jarvis/bus';
+import { ChatRequest } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import { type Request, Router } from 'express';
+import { authenticate } from '../services/api-keys';
+import { runChatTurn, streamChatTurn } from '../services/chat';
+import { openSse } from '../services/sse';
+import { parseBody } from './parse-body';
+
+export type ChatRouterDeps = {
+  bus: Bus;
+  pool: Pool;
+  submitTimeoutMs: number;
+  turnTimeoutMs: number;
+};
+
+// Asked for by Accept, by the client's preference: a client that takes both and lists the event
+// stream first gets it; one that sends no Accept, or */*, gets JSON.
+function wantsEventStream(req: Request): boolean {
+  return req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream';
+}
+
+// POST /v1/chat: one turn, answered as JSON when it ends, or streamed as server-sent events.
+export function createChatRouter(deps: ChatRouterDeps): Router {
+  const router = Router();
+  router.post('/', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const body = parseBody(ChatRequest, req.body);
+    const options = { submitTimeoutMs: deps.submitTimeoutMs, turnTimeoutMs: deps.turnTimeoutMs };
+    if (wantsEventStream(req)) {
+      await streamChatTurn(deps.bus, principal.userId, body, options, () => openSse(res));
+      return;
+    }
+    res.json(await runChatTurn(deps.bus, principal.userId, body, options));
+  });
+  return router;
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import {
+  MemoryConversationsListResponse,
+  MemoryMessagesListResponse,
+  memoryAppend,
+} from '@jarvis/contracts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerHandlers } from '../../../memory/src/handlers';
+import { badRequest, type RouterHarness, startRouterHarness } from './router-test-harness';
+
+// History through the gateway: GET /v1/conversations and GET /v1/conversations/{id}/messages.
+let harness: RouterHarness;
+let conversationId: string;
+
+beforeAll(async () => {
+  harness = await startRouterHarness('/v1/conversations', registerHandlers);
+  for (const content of ['one', 'two', 'three']) {
+    const { message } = await harness.bus.request(memoryAppend, {
+      userId: harness.alice.id,
+      role: 'user',
+      content,
+    });
+    conversationId = message.conversationId;
+  }
+});
+
+afterAll(async () => {
+  await harness?.stop();
+});
+
+describe('GET /v1/conversations/{id}/messages', () => {
+  it('pages newest first with the nextBefore cursor', async () => {
+    const key = harness.alice.key;
+    const first = await harness.call('GET', `/${conversationId}/messages?limit=2`, { key });
+    const page = MemoryMessagesListResponse.parse(first.body);
+    const second = await harness.call(
+      'GET',
+      `/${conversationId}/messages?limit=2&before=${page.nextBefore}`,
+      { key },
+    );
+
+    expect(first.status).toBe(200);
+    expect(page.messages.map((message) => message.content)).toEqual(['three', 'two']);
+    expect(second.body).toEqual({
+      messages: [expect.objectContaining({ content: 'one', role: 'user', conversationId })],
+    });
+  });
+
+  it("answers 404 for another user's conversation, like a missing one", async () => {
+    const notFound = {
+      status: 404,
+      body: { error: { code: 'not_found', message: 'conversation not found' } },
+    };
+
+    expect(
+      await harness.call('GET', `/${conversationId}/messages`, { key: harness.bob.key }),
+    ).toEqual(notFound);
+    expect(
+      await harness.call('GET', `/${randomUUID()}/messages`, { key: harness.alice.key }),
+    ).toEqual(notFound);
+  });
+
+  it('refuses a bad id, limit or cursor, and unknown parameters', async () => {
+    const key = harness.alice.key;
+    expect(await harness.call('GET', '/nope/messages', { key })).toEqual(badRequest(/^id: /));
+    for (const query of ['limit=0', 'limit=201', 'before=-1', 'before=x', 'userId=me']) {
+      const reply = await harness.call('GET', `/${conversationId}/messages?${query}`, { key });
+      expect(reply.status, query).toBe(400);
+    }
+  });
+
+  it('needs a key', async () => {
+    expect((await harness.call('GET', `/${conversationId}/messages`)).status).toBe(401);
+  });
+});
+
+describe('GET /v1/conversations', () => {
+  it("lists the key's user's conversations and names the persistent one", async () => {
+    const alice = await harness.call('GET', '/', { key: harness.alice.key });
+    const bob = await harness.call('GET', '/?limit=5', { key: harness.bob.key });
+
+    expect(MemoryConversationsListResponse.parse(alice.body)).toEqual({
+      conversations: [
+        expect.objectContaining({ id: conversationId, title: 'one', isDefault: true }),
+      ],
+      defaultConversationId: conversationId,
+    });
+    expect(bob.body).toEqual({ conversations: [], defaultConversationId: null });
+  });
+});

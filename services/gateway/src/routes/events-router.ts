@@ -1,0 +1,59 @@
+import { type Bus, ensureEventStream, lastEventSeq, readEvents } from '@jarvis/bus';
+import {
+  USER_EVENTS_STREAM,
+  UserEvent,
+  UserEventsHeaders,
+  userEventSubject,
+} from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import { Router } from 'express';
+import { authenticate } from '../services/api-keys';
+import { openSse } from '../services/sse';
+import { parseBody } from './parse-body';
+
+export type EventsRouterDeps = { bus: Bus; pool: Pool };
+
+// GET /v1/events: the key's user's live events (approvals requested, mission updates), as
+// server-sent events whose ids are USER_EVENTS stream sequences. With Last-Event-ID it resumes
+// right after that event (as long as the stream still keeps it, 24 h); without, it sends only
+// what happens from now on. Each connection reads the user's own subject through a consumer of
+// its own, so one user never sees another's events.
+export function createEventsRouter(deps: EventsRouterDeps): Router {
+  const router = Router();
+  // Ensured on first use as well as by the producers: the gateway may be up before any of them.
+  let streamReady: Promise<void> | undefined;
+  const ensureStream = () => {
+    streamReady ??= ensureEventStream(deps.bus, USER_EVENTS_STREAM).catch((error: unknown) => {
+      streamReady = undefined;
+      throw error;
+    });
+    return streamReady;
+  };
+
+  router.get('/', async (req, res) => {
+    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const headers = parseBody(UserEventsHeaders, { 'Last-Event-ID': req.get('last-event-id') });
+    const lastEventId = headers['Last-Event-ID'];
+    await ensureStream();
+    // Fixed before the stream opens: whatever is published once the client has the headers is
+    // sent, however long the consumer takes to start. An id past the end (the stream was
+    // recreated, its sequences began again) must not hold back what comes now.
+    const lastSeq = await lastEventSeq(deps.bus, USER_EVENTS_STREAM.stream);
+    const afterSeq = Math.min(lastEventId ?? lastSeq, lastSeq);
+    const stream = openSse(res);
+    const reader = await readEvents(
+      deps.bus,
+      {
+        stream: USER_EVENTS_STREAM.stream,
+        subject: userEventSubject(principal.userId),
+        schema: UserEvent,
+        afterSeq,
+      },
+      (event, seq) => stream.send(event.type, event, seq),
+    );
+    await stream.closed;
+    await reader.stop();
+  });
+
+  return router;
+}

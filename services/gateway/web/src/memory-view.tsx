@@ -1,0 +1,37 @@
+import { AppLink, PageHeader } from './components';
+import { DocumentsPanel } from './documents-panel';
+import { FactsPanel } from './facts-panel';
+import { FilesPanel } from './files-panel';
+import { SearchPanel } from './search-panel';
+
+const TABS = [
+  { path: '/memory', label: 'Facts' },
+  { path: '/memory/files', label: 'Files' },
+  { path: '/memory/documents', label: 'Documents' },
+  { path: '/memory/search', label: 'Search' },
+] as const;
+
+export function MemoryView({ path }: { path: string }) {
+  const current = TABS.find((tab) => tab.path === path) ?? TABS[0];
+  return (
+    <section class="page">
+      <PageHeader title="Memory" />
+      <nav class="tabs" aria-label="Memory">
+        {TABS.map((tab) => (
+          <AppLink key={tab.path} href={tab.path} class="tab" isCurrent={tab.path === current.path}>
+            {tab.label}
+          </AppLink>
+        ))}
+      </nav>
+      {current.path === '/memory/files' ? (
+        <FilesPanel />
+      ) : current.path === '/memory/documents' ? (
+        <DocumentsPanel />
+      ) : current.path === '/memory/search' ? (
+        <SearchPanel />
+      ) : (
+        <FactsPanel />
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,209 @@
+import type { RunStatus, RunSummary, RunsGetResponse, RunsListResponse } from '@jarvis/contracts';
+import { useEffect, useState } from 'preact/hooks';
+import { withQuery } from './api-client';
+import { useApp } from './app-context';
+import {
+  AppLink,
+  ErrorNotice,
+  JsonBlock,
+  Loading,
+  MetaList,
+  PageHeader,
+  StatusBadge,
+} from './components';
+import { formatCost, formatDateTime, formatDuration, formatTokens } from './format';
+import { useResource } from './use-resource';
+
+const STATUSES: RunStatus[] = ['queued', 'running', 'waiting_approval', 'completed', 'failed'];
+const PAGE = 30;
+
+function isRunStatus(value: string): value is RunStatus {
+  return STATUSES.some((status) => status === value);
+}
+
+function CopyButton({ text }: { text: string }) {
+  const [isCopied, setIsCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      class="small"
+      onClick={() =>
+        navigator.clipboard?.writeText(text).then(
+          () => setIsCopied(true),
+          () => setIsCopied(false),
+        )
+      }
+    >
+      {isCopied ? 'Copied' : 'Copy'}
+    </button>
+  );
+}
+
+export function RunDetailView({ id }: { id: string }) {
+  const { client } = useApp();
+  const run = useResource(id, () =>
+    client.get<RunsGetResponse>(`/v1/runs/${encodeURIComponent(id)}`),
+  );
+  if (!run.data) {
+    return (
+      <section class="page">
+        <PageHeader title="Run" />
+        {run.error ? <ErrorNotice message={run.error} /> : <Loading what="the run" />}
+      </section>
+    );
+  }
+  const detail = run.data.run;
+  return (
+    <section class="page">
+      <PageHeader title="Run">
+        <AppLink href="/runs">All runs</AppLink>
+      </PageHeader>
+      <div class="card">
+        <MetaList
+          items={[
+            ['Status', <StatusBadge key="status" value={detail.status} />],
+            [
+              'Trace id',
+              detail.traceId ? (
+                <span class="trace">
+                  <code>{detail.traceId}</code> <CopyButton text={detail.traceId} />
+                </span>
+              ) : (
+                '—'
+              ),
+            ],
+            ['Kind', detail.kind === 'turn' ? 'chat turn' : 'mission task'],
+            ['Model', detail.model ? `${detail.provider}/${detail.model}` : '—'],
+            ['Tokens', formatTokens(detail.usage)],
+            ['Cost', formatCost(detail.costUsd)],
+            ['Started', formatDateTime(detail.startedAt ?? detail.createdAt)],
+            ['Finished', formatDateTime(detail.finishedAt)],
+            ['Attempts', detail.attempts],
+          ]}
+        />
+        {detail.missionId ? (
+          <p>
+            Part of <AppLink href={`/missions/${detail.missionId}`}>a mission</AppLink>
+          </p>
+        ) : null}
+        {detail.error ? (
+          <ErrorNotice message={`${detail.error.code}: ${detail.error.message}`} />
+        ) : null}
+        <details>
+          <summary>Context</summary>
+          <JsonBlock value={detail.context} />
+        </details>
+      </div>
+      <h2>Steps</h2>
+      {detail.steps.length === 0 ? <p class="empty">No steps recorded.</p> : null}
+      <ol class="cards steps" aria-label="Steps">
+        {detail.steps.map((step) => (
+          <li key={step.id} class={`card step step-${step.status}`}>
+            <p class="step-head">
+              <span class="step-seq">
+                {step.attempt > 1 ? `${step.attempt}.` : ''}
+                {step.seq}
+              </span>
+              <StatusBadge value={step.kind} />
+              <strong class="step-name">{step.name}</strong>
+              <StatusBadge value={step.status} />
+              <span class="muted">{formatDuration(step.durationMs)}</span>
+              {step.usage.inputTokens + step.usage.outputTokens > 0 ? (
+                <span class="muted">{formatTokens(step.usage)}</span>
+              ) : null}
+              {step.costUsd > 0 ? <span class="muted">{formatCost(step.costUsd)}</span> : null}
+            </p>
+            {step.error ? <ErrorNotice message={step.error} /> : null}
+            <details>
+              <summary>Input and output</summary>
+              <h3>Input</h3>
+              <JsonBlock value={step.input} />
+              <h3>Output</h3>
+              <JsonBlock value={step.output} />
+            </details>
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+export function RunsView() {
+  const { client } = useApp();
+  const [status, setStatus] = useState<RunStatus | ''>('');
+  const [runs, setRuns] = useState<RunSummary[]>([]);
+  const [nextBefore, setNextBefore] = useState<string | undefined>();
+  const [isLoading, setIsLoading] = useState(true);
+  const [error, setError] = useState<string | undefined>();
+
+  async function load(before?: string) {
+    setIsLoading(true);
+    setError(undefined);
+    try {
+      const page = await client.get<RunsListResponse>(
+        withQuery('/v1/runs', { limit: PAGE, status, before }),
+      );
+      setRuns((current) => (before ? [...current, ...page.runs] : page.runs));
+      setNextBefore(page.nextBefore);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setIsLoading(false);
+    }
+  }
+
+  // Reloads from the first page when the filter changes.
+  useEffect(() => {
+    void load();
+  }, [status]);
+
+  return (
+    <section class="page">
+      <PageHeader title="Runs">
+        <div class="field inline">
+          <label for="runs-status">Status</label>
+          <select
+            id="runs-status"
+            value={status}
+            onChange={(event) => {
+              const value = event.currentTarget.value;
+              setStatus(isRunStatus(value) ? value : '');
+            }}
+          >
+            <option value="">any</option>
+            {STATUSES.map((value) => (
+              <option key={value} value={value}>
+                {value.replaceAll('_', ' ')}
+              </option>
+            ))}
+          </select>
+        </div>
+      </PageHeader>
+      <ErrorNotice message={error} />
+      {!isLoading && runs.length === 0 && !error ? <p class="empty">No runs yet.</p> : null}
+      <ul class="cards" aria-label="Runs">
+        {runs.map((run) => (
+          <li key={run.id} class="card">
+            <AppLink href={`/runs/${run.id}`} class="row-link">
+              <span class="row-title">
+                <StatusBadge value={run.status} />
+                <span>{run.kind === 'turn' ? 'Chat turn' : 'Mission task'}</span>
+                <span class="muted">{formatDateTime(run.createdAt)}</span>
+              </span>
+              <span class="muted">
+                {run.steps} steps · {formatTokens(run.usage)} · {formatCost(run.costUsd)}
+                {run.model ? ` · ${run.model}` : ''}
+              </span>
+            </AppLink>
+          </li>
+        ))}
+      </ul>
+      {isLoading ? <Loading what="runs" /> : null}
+      {nextBefore && !isLoading ? (
+        <button type="button" onClick={() => void load(nextBefore)}>
+          Load more
+        </button>
+      ) : null}
+    </section>
+  );
+}

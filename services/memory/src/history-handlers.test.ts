@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '@jarvis/bus';
+import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
+import { memoryAppend, memoryConversationsList, memoryMessagesList } from '@jarvis/contracts';
+import { migrate } from '@jarvis/db';
+import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerHandlers } from './handlers';
+
+let db: TestDatabase;
+let serverBus: Bus;
+let clientBus: Bus;
+let subscriptions: ReturnType<typeof registerHandlers>;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  await migrate(db.pool, {
+    schema: 'memory',
+    directory: new URL('../migrations', import.meta.url),
+  });
+  const namespace = uniqueNamespace('memory-history');
+  serverBus = await connectTestBus(namespace);
+  clientBus = await connectTestBus(namespace);
+  // Registered through registerHandlers, as the service does: appends and history together.
+  subscriptions = registerHandlers(serverBus, db.pool);
+  await serverBus.nc.flush();
+});
+
+afterAll(async () => {
+  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
+  await clientBus?.close();
+  await serverBus?.close();
+  await db?.stop();
+});
+
+async function say(userId: string, content: string, conversationId?: string) {
+  const role = content.startsWith('>') ? 'assistant' : 'user';
+  const { message } = await clientBus.request(memoryAppend, {
+    userId,
+    role,
+    content,
+    ...(conversationId ? { conversationId } : {}),
+  });
+  return message;
+}
+
+describe('memory.messages.list', () => {
+  it('pages through a conversation newest first, by sequence, without forgotten messages', async () => {
+    const userId = randomUUID();
+    const sent = [];
+    for (const text of ['one', '> two', 'three', '> four', 'five'])
+      sent.push(await say(userId, text));
+    const conversationId = sent[0]?.conversationId ?? '';
+    await db.pool.query('UPDATE memory.messages SET forgotten_at = now() WHERE id = $1', [
+      sent[3]?.id,
+    ]);
+
+    const first = await clientBus.request(memoryMessagesList, { userId, conversationId, limit: 2 });
+    const second = await clientBus.request(memoryMessagesList, {
+      userId,
+      conversationId,
+      limit: 2,
+      before: first.nextBefore,
+    });
+
+    expect(first.messages.map((message) => message.content)).toEqual(['five', 'three']);
+    expect(first.messages[0]).toEqual({ ...sent[4], seq: expect.any(Number) });
+    expect(second.messages.map((message) => message.content)).toEqual(['> two', 'one']);
+    expect(second.nextBefore).toBeUndefined();
+    const seqs = [...first.messages, ...second.messages].map((message) => message.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+  });
+
+  it("answers not_found for another user's conversation, like a missing one", async () => {
+    const { conversationId } = await say(randomUUID(), 'private');
+
+    for (const id of [conversationId, randomUUID()]) {
+      const error = await catchBusError(
+        clientBus.request(memoryMessagesList, { userId: randomUUID(), conversationId: id }),
+      );
+      expect(error.toInfo()).toEqual({ code: 'not_found', message: 'conversation not found' });
+    }
+  });
+});
+
+describe('memory.conversations.list', () => {
+  it('lists the most recently written to first, titled by the first user message', async () => {
+    const userId = randomUUID();
+    const persistent = await say(userId, 'Hello there\nsecond line');
+    const other = randomUUID();
+    await db.pool.query('INSERT INTO memory.conversations (id, user_id) VALUES ($1, $2)', [
+      other,
+      userId,
+    ]);
+    const long = `Plan ${'the trip to Lisbon and '.repeat(6)}more`;
+    await say(userId, long, other);
+    // A conversation with nothing but forgotten messages is not listed.
+    const gone = randomUUID();
+    await db.pool.query('INSERT INTO memory.conversations (id, user_id) VALUES ($1, $2)', [
+      gone,
+      userId,
+    ]);
+    const forgotten = await say(userId, 'forget me', gone);
+    await db.pool.query('UPDATE memory.messages SET forgotten_at = now() WHERE id = $1', [
+      forgotten.id,
+    ]);
+
+    const first = await clientBus.request(memoryConversationsList, { userId, limit: 1 });
+    const second = await clientBus.request(memoryConversationsList, {
+      userId,
+      limit: 1,
+      before: first.nextBefore,
+    });
+
+    expect(first.conversations).toEqual([
+      {
+        id: other,
+        // Cut at a word, within 80 characters.
+        title: 'Plan the trip to Lisbon and the trip to Lisbon and the trip to Lisbon and the…',
+        isDefault: false,
+        createdAt: expect.any(String),
+        lastMessageAt: expect.any(String),
+        lastMessageSeq: expect.any(Number),
+      },
+    ]);
+    expect(first.defaultConversationId).toBe(persistent.conversationId);
+    expect(second.conversations).toMatchObject([
+      { id: persistent.conversationId, title: 'Hello there', isDefault: true },
+    ]);
+    expect(second.nextBefore).toBeUndefined();
+    const stranger = await clientBus.request(memoryConversationsList, { userId: randomUUID() });
+    expect(stranger).toEqual({ conversations: [], defaultConversationId: null });
+  });
+});

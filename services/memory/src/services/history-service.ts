@@ -1,0 +1,77 @@
+import { BusError } from '@jarvis/bus';
+import type {
+  MemoryConversationsListRequest,
+  MemoryConversationsListResponse,
+  MemoryMessagesListRequest,
+  MemoryMessagesListResponse,
+} from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import type { z } from 'zod';
+import {
+  findConversation,
+  findDefaultConversation,
+  listConversations,
+} from '../repositories/conversations-repository';
+import { listConversationMessages } from '../repositories/messages-repository';
+
+const TITLE_MAX_CHARS = 80;
+
+type MessagesRequest = z.output<typeof MemoryMessagesListRequest>;
+type ConversationsRequest = z.output<typeof MemoryConversationsListRequest>;
+
+// A page of a conversation, newest first. One row more than asked tells whether older ones
+// follow, without counting them.
+export async function listMessages(
+  pool: Pool,
+  request: MessagesRequest,
+): Promise<MemoryMessagesListResponse> {
+  const conversationId = await findConversation(pool, request.userId, request.conversationId);
+  // Someone else's conversation answers exactly like a missing one.
+  if (!conversationId) throw new BusError('not_found', 'conversation not found');
+  const { limit } = request;
+  const rows = await listConversationMessages(
+    pool,
+    request.userId,
+    conversationId,
+    limit + 1,
+    request.before,
+  );
+  const messages = rows.slice(0, limit);
+  const last = messages.at(-1);
+  return {
+    messages,
+    ...(rows.length > limit && last ? { nextBefore: last.seq } : {}),
+  };
+}
+
+export async function listUserConversations(
+  pool: Pool,
+  request: ConversationsRequest,
+): Promise<MemoryConversationsListResponse> {
+  const { limit } = request;
+  const rows = await listConversations(pool, request.userId, limit + 1, request.before);
+  const conversations = rows.slice(0, limit).map((row) => ({
+    id: row.id,
+    title: row.opening === null ? null : titleOf(row.opening),
+    isDefault: row.isDefault,
+    createdAt: row.createdAt.toISOString(),
+    lastMessageAt: row.lastMessageAt.toISOString(),
+    lastMessageSeq: row.lastMessageSeq,
+  }));
+  const last = conversations.at(-1);
+  return {
+    conversations,
+    ...(rows.length > limit && last ? { nextBefore: last.lastMessageSeq } : {}),
+    defaultConversationId: (await findDefaultConversation(pool, request.userId)) ?? null,
+  };
+}
+
+// The first line of the opening message, cut at a word where it can be.
+function titleOf(opening: string): string | null {
+  const line = opening.trim().split('\n')[0]?.trim() ?? '';
+  if (line === '') return null;
+  if (line.length <= TITLE_MAX_CHARS) return line;
+  const cut = line.slice(0, TITLE_MAX_CHARS);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > TITLE_MAX_CHARS / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}

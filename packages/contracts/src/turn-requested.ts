@@ -12,6 +12,8 @@ export const TurnRequested = z.object({
   userMessageId: Id,
   // Set when the run goes on after a decision on this approval (approved, denied or expired).
   approvalId: Id.optional(),
+  // Whether the model's answer is streamed as delta events (someone follows it).
+  stream: z.boolean().optional(),
 });
 export type TurnRequested = z.infer<typeof TurnRequested>;
 

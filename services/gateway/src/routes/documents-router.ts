@@ -15,6 +15,8 @@ import express, { Router } from 'express';
 import { authenticate } from '../services/api-keys';
 import { parseBody } from './parse-body';
 
+const INGEST_TIMEOUT_MS = 60_000;
+
 export type DocumentsRouterDeps = { bus: Bus; pool: Pool };
 
 // NATS' own default, for a connection that has not reported its server's limit.
@@ -44,9 +46,14 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
     const principal = await authenticate(deps.pool, req.get('authorization'));
     const body = parseBody(DocumentIngestBody, req.body);
     checkFitsInOneMessage(deps.bus, body);
-    res
-      .status(201)
-      .json(await deps.bus.request(memoryDocumentsIngest, { ...body, userId: principal.userId }));
+    // Chunking and indexing a document near the size limit takes seconds on a small, busy
+    // server: more than a request's usual wait (measured: over 5 s on this 2-core machine).
+    const ingested = await deps.bus.request(
+      memoryDocumentsIngest,
+      { ...body, userId: principal.userId },
+      { timeoutMs: INGEST_TIMEOUT_MS },
+    );
+    res.status(201).json(ingested);
   });
 
   router.get('/', async (req, res) => {

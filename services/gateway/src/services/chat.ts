@@ -19,12 +19,14 @@ export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 
 const TIMEOUT_MESSAGE = 'no reply in time; the turn goes on and its reply will be kept';
 
+// `stream`: the client follows the answer as it is written, so the model streams it.
 function submit(
   bus: Bus,
   userId: string,
   request: ChatRequest,
   turnId: string,
   options: ChatOptions,
+  stream: boolean,
 ): Promise<TurnSubmitResponse> {
   return bus.request(
     turnSubmit,
@@ -34,6 +36,7 @@ function submit(
       message: request.message,
       turnId,
       timeZone: request.timeZone,
+      stream,
     },
     { timeoutMs: options.submitTimeoutMs },
   );
@@ -48,7 +51,7 @@ export async function runChatTurn(
 ): Promise<ChatResponse> {
   const turnId = randomUUID();
   const event = await awaitTurnOutcome(bus, turnId, options.turnTimeoutMs, async () => {
-    await submit(bus, userId, request, turnId, options);
+    await submit(bus, userId, request, turnId, options, false);
   });
   return toChatResponse(event);
 }
@@ -88,7 +91,7 @@ export async function streamChatTurn(
     else early.push(event);
   });
   try {
-    const accepted = await submit(bus, userId, request, turnId, options);
+    const accepted = await submit(bus, userId, request, turnId, options, true);
     const opened = open();
     stream = opened;
     const acceptedEvent: ChatAccepted = { type: 'accepted', ...accepted };

@@ -250,6 +250,7 @@ async function workOnTask(
         recorder,
         // Nobody follows a task as it goes; GET /v1/missions/{id} and its run show it.
         emit: () => {},
+        isStreamed: false,
         budget: missionBudget(deps.pool, task.userId, mission.id),
       },
       {

@@ -114,6 +114,8 @@ export type LoopDeps = {
   settings: LoopSettings;
   recorder: StepRecorder;
   emit: (event: TurnEvent) => void;
+  // Whether the model streams its answer as delta events (someone follows the turn).
+  isStreamed: boolean;
   budget?: LoopBudget;
   // Aborted when the user cancels the turn: it stops before its next step, and a model call in
   // flight is cancelled.
@@ -254,27 +256,30 @@ async function callModel(
   const cancel = () =>
     deps.bus.publish(modelChatCancel.subject, modelChatCancel.payload, { requestId });
   deps.signal?.addEventListener('abort', cancel, { once: true });
+  const request = {
+    purpose: 'chat' as const,
+    userId: run.userId,
+    requestId,
+    messages,
+    ...(tools.length > 0 ? { tools } : {}),
+    maxTokens: deps.settings.maxOutputTokens,
+    deadlineMs: Math.max(timeoutMs - 500, 100),
+  };
   let response: ModelChatResponse;
   try {
-    response = await deps.bus.requestStreaming(
-      modelChat,
-      {
-        purpose: 'chat',
-        userId: run.userId,
-        requestId,
-        messages,
-        ...(tools.length > 0 ? { tools } : {}),
-        maxTokens: deps.settings.maxOutputTokens,
-        deadlineMs: Math.max(timeoutMs - 500, 100),
-      },
-      ModelChatChunk,
-      (chunk) => {
-        if (chunk.type === 'delta') {
-          deps.emit({ type: 'delta', turnId: run.turnId, runId: run.id, text: chunk.text });
-        }
-      },
-      { timeoutMs },
-    );
+    response = deps.isStreamed
+      ? await deps.bus.requestStreaming(
+          modelChat,
+          request,
+          ModelChatChunk,
+          (chunk) => {
+            if (chunk.type === 'delta') {
+              deps.emit({ type: 'delta', turnId: run.turnId, runId: run.id, text: chunk.text });
+            }
+          },
+          { timeoutMs },
+        )
+      : await deps.bus.request(modelChat, request, { timeoutMs });
   } catch (error) {
     await deps.recorder.record({
       kind: 'model',

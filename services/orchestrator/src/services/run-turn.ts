@@ -123,7 +123,7 @@ export async function runTurn(
   try {
     cancellation = await deps.cancellations.watch(run.turnId);
     const attempt = await markRunStarted(deps.pool, run.id);
-    const loop = loopDeps(deps, attempt, run, cancellation.signal);
+    const loop = loopDeps(deps, attempt, run, cancellation.signal, turn.stream === true);
     const event =
       approval && canResume
         ? await resume(deps, loop, run, approval, replyKey)
@@ -219,13 +219,20 @@ async function resume(
   return finish(deps, run, result, replyKey, []);
 }
 
-function loopDeps(deps: TurnDeps, attempt: number, run: Run, signal: AbortSignal): LoopDeps {
+function loopDeps(
+  deps: TurnDeps,
+  attempt: number,
+  run: Run,
+  signal: AbortSignal,
+  isStreamed: boolean,
+): LoopDeps {
   return {
     bus: deps.bus,
     tools: deps.tools,
     settings: deps.loop,
     recorder: createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt }),
     emit: (event: TurnEvent) => announce(deps.bus, event),
+    isStreamed,
     signal,
   };
 }

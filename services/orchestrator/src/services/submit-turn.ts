@@ -8,6 +8,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { activeTraceId } from '@jarvis/telemetry';
+import type { z } from 'zod';
 import { insertRun } from '../repositories/runs-repository';
 
 // Stores the user message, records the run, then queues the turn: in that order, so a crash at
@@ -16,7 +17,7 @@ import { insertRun } from '../repositories/runs-repository';
 export async function submitTurn(
   bus: Bus,
   pool: Pool,
-  request: TurnSubmitRequest,
+  request: z.output<typeof TurnSubmitRequest>,
 ): Promise<TurnSubmitResponse> {
   const { message } = await bus.request(memoryAppend, {
     userId: request.userId,
@@ -43,6 +44,7 @@ export async function submitTurn(
       userId: run.userId,
       conversationId: run.conversationId,
       userMessageId: run.userMessageId,
+      stream: request.stream,
     },
     run.turnId,
   );

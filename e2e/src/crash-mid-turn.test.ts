@@ -84,4 +84,33 @@ describe('an orchestrator crash in the middle of a turn', () => {
     // The second prompt holds the first reply: the turns never interleaved.
     expect(JSON.stringify(turns[1]?.body)).toContain('fake reply to: first question');
   });
+
+  it('answers every one of many messages sent at once to one conversation', async () => {
+    const { apiKey } = await fixture.createUser('fay');
+    // Each answer takes a while, so the last message waits behind seven others: longer than a
+    // few redeliveries' worth of the lock's retry pause.
+    fixture.fake.onChat(() => ({ delayMs: 400 }));
+    const messages = Array.from({ length: 8 }, (_, index) => `message ${index}`);
+
+    const responses = await Promise.all(
+      messages.map((message) => fixture.chat(apiKey, { message })),
+    );
+
+    expect(responses.map((response) => response.status)).toEqual(messages.map(() => 200));
+    const replies = await Promise.all(
+      responses.map(async (response) => ChatResponse.parse(await response.json())),
+    );
+    const client = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ role: string }>(
+        'SELECT role FROM memory.messages WHERE conversation_id = $1',
+        [replies[0]?.conversationId],
+      );
+      expect(rows.filter((row) => row.role === 'user')).toHaveLength(8);
+      expect(rows.filter((row) => row.role === 'assistant')).toHaveLength(8);
+    } finally {
+      await client.end();
+    }
+  });
 });

@@ -10,7 +10,8 @@ const Env = z.object({
   // A turn not acknowledged within this time is redelivered to another worker (its worker died).
   // Live workers extend it while they work, so it bounds crash recovery, not turn length.
   TURN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(30_000),
-  // Deliveries of one turn before it is given up as failed.
+  // Attempts at one turn (starts, crashed ones included; waiting for its conversation is none)
+  // before it is given up as failed. Also the deliveries of a mission step.
   TURN_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   // Turns this process works on at once (of different conversations).
   TURN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),

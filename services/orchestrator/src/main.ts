@@ -48,7 +48,10 @@ try {
     stream: TURNS_STREAM,
     consumer: 'orchestrator',
     ackWaitMs: env.TURN_ACK_WAIT_MS,
-    maxDeliver: env.TURN_MAX_DELIVER,
+    // Unlimited: a turn waiting behind others of its conversation is redelivered as often as
+    // that takes (each wait would use up a delivery). runTurn gives up after TURN_MAX_DELIVER
+    // attempts that actually started.
+    maxDeliver: -1,
     maxInFlight: env.TURN_CONCURRENCY,
   };
   const missionQueue: WorkQueueOptions = {
@@ -111,7 +114,7 @@ try {
       cancellations: watchTurnCancellations(bus, redis),
       loop,
       lockLeaseMs: env.TURN_ACK_WAIT_MS,
-      maxDeliver: env.TURN_MAX_DELIVER,
+      maxAttempts: env.TURN_MAX_DELIVER,
     },
     queue,
   );

@@ -112,6 +112,15 @@ export async function findLatestApproval(
   return rows[0] ? toApproval(rows[0]) : undefined;
 }
 
+// Each approval of a run lets it start once more (its resume): attempts beyond those are failures.
+export async function countRunApprovals(db: Queryable, runId: string): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM orchestrator.approvals WHERE run_id = $1',
+    [runId],
+  );
+  return rows[0]?.count ?? 0;
+}
+
 export async function listApprovals(
   db: Queryable,
   userId: string,

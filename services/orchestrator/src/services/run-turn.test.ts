@@ -64,7 +64,7 @@ beforeAll(async () => {
       modelCallTimeoutMs: 5_000,
     },
     lockLeaseMs: 5_000,
-    maxDeliver: MAX_DELIVER,
+    maxAttempts: MAX_DELIVER,
     cancellations: watchTurnCancellations(bus, redis),
   };
 });
@@ -221,10 +221,14 @@ describe('runTurn', () => {
     await lock?.release();
   });
 
-  it('fails the run and announces it on the last delivery', async () => {
+  it('fails the run and announces it on the last attempt', async () => {
     const turn = await queueRun();
     const listening = await listenToTurn(turn.turnId);
 
+    // Attempts count, not deliveries: every attempt but the last is retried.
+    for (let attempt = 1; attempt < MAX_DELIVER; attempt++) {
+      expect((await runTurn(deps, turn, attempt)).type).toBe('retry');
+    }
     const outcome = await runTurn(deps, turn, MAX_DELIVER);
 
     expect(outcome).toEqual({ type: 'ack' });

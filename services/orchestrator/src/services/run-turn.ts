@@ -16,6 +16,7 @@ import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { tryLockConversation } from '../conversation-lock';
 import {
+  countRunApprovals,
   findApproval,
   findLatestApproval,
   insertApproval,
@@ -58,7 +59,8 @@ export type TurnDeps = {
   contextTokenBudget: number;
   // Lease of the conversation lock; renewed while the turn runs.
   lockLeaseMs: number;
-  maxDeliver: number;
+  // Attempts (starts, crashes included) after which a turn that keeps failing is given up.
+  maxAttempts: number;
   tools: AgentTool[];
   loop: LoopSettings;
   // How long a risky tool call waits for its user before it counts as not approved.
@@ -120,9 +122,14 @@ export async function runTurn(
     Math.max(deps.lockLeaseMs / 3, 100),
   );
   let cancellation: TurnCancellation | undefined;
+  let attempt: number | undefined;
   try {
+    // Attempts that died with their process (a crash each time) end here, before another.
+    if (await isOutOfAttempts(deps, run, run.attempts)) {
+      throw new BusError('internal', `the turn failed ${run.attempts} times`);
+    }
     cancellation = await deps.cancellations.watch(run.turnId);
-    const attempt = await markRunStarted(deps.pool, run.id);
+    attempt = await markRunStarted(deps.pool, run.id);
     const loop = loopDeps(deps, attempt, run, cancellation.signal, turn.stream === true);
     const event =
       approval && canResume
@@ -133,11 +140,12 @@ export async function runTurn(
   } catch (error) {
     const info = describeFailure(error);
     // Model errors are final (the model gateway already retried and fell back), and so is the
-    // user's cancel; anything else is worth another delivery until the last one.
+    // user's cancel; anything else is worth another attempt until the last one. A failure
+    // before the turn started (Redis or the database away) is retried until they are back.
     const isFinal =
       error instanceof ModelFailure ||
       error instanceof TurnCancelled ||
-      deliveryCount >= deps.maxDeliver;
+      (await isOutOfAttempts(deps, run, attempt ?? run.attempts));
     deps.logger.warn({ turnId: run.turnId, err: error, isFinal }, 'turn failed');
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
     await markRunFailed(deps.pool, run.id, info);
@@ -156,6 +164,12 @@ export async function runTurn(
     // If Redis is gone the lease simply expires; the turn's outcome stands either way.
     await lock.release().catch(() => {});
   }
+}
+
+// A run starts once per delivery that reaches it and once more per approval it resumes from.
+async function isOutOfAttempts(deps: TurnDeps, run: Run, attempts: number): Promise<boolean> {
+  if (attempts < deps.maxAttempts) return false;
+  return attempts >= deps.maxAttempts + (await countRunApprovals(deps.pool, run.id));
 }
 
 async function answer(

@@ -39,6 +39,7 @@ import { recordRunTotals } from '../repositories/steps-repository';
 import { createStepRecorder, ModelFailure, runAgentLoop } from '../services/agent-loop';
 import { describeNow } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
+import { jsonSchemaOf } from '../tools/agent-tool';
 import {
   advanceMission,
   announceMission,
@@ -87,11 +88,7 @@ const PlanAnswer = z.object({
     .min(1)
     .max(MISSION_MAX_TASKS),
 });
-const PLAN_SCHEMA = (() => {
-  const schema = z.toJSONSchema(PlanAnswer) as Record<string, unknown>;
-  delete schema.$schema;
-  return schema;
-})();
+const PLAN_SCHEMA = jsonSchemaOf(PlanAnswer);
 
 async function plan(deps: MissionDeps, work: Extract<MissionWork, { step: 'plan' }>) {
   const mission = await findMission(deps.pool, work.userId, work.missionId);

@@ -1,4 +1,5 @@
 import type { ToolDefinition } from '@jarvis/contracts';
+import { z } from 'zod';
 
 export type ToolContext = {
   userId: string;
@@ -24,4 +25,15 @@ export class ToolInputError extends Error {
     super(message);
     this.name = 'ToolInputError';
   }
+}
+
+// A zod schema as the JSON Schema a model is given (tool parameters, a response format): what
+// the caller may send, without the $schema line models do not need.
+export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  delete json.$schema;
+  return json;
 }

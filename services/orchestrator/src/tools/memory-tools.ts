@@ -12,8 +12,8 @@ import {
   memorySearch,
   type RpcContract,
 } from '@jarvis/contracts';
-import { z } from 'zod';
-import { type AgentTool, type ToolContext, ToolInputError } from './agent-tool';
+import type { z } from 'zod';
+import { type AgentTool, jsonSchemaOf, type ToolContext, ToolInputError } from './agent-tool';
 
 // The memory service's own request schemas, less what the orchestrator fills in (the user, the
 // provenance), are the tools' argument schemas: one definition, validated the same way.
@@ -29,11 +29,7 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
     ).map((key) => [key, true as const]),
   );
   const args = contract.request.omit(hidden);
-  const parameters = z.toJSONSchema(args, { io: 'input', unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
-  delete parameters.$schema;
+  const parameters = jsonSchemaOf(args);
   return (bus) => ({
     definition: { name, description, parameters },
     risk: 'safe',

@@ -1,20 +1,12 @@
 import { describeZodError } from '@jarvis/bus';
 import { MissionFields } from '@jarvis/contracts';
-import { z } from 'zod';
 import { createMission, type MissionDeps } from '../missions/mission-service';
-import { type AgentTool, ToolInputError } from './agent-tool';
+import { type AgentTool, jsonSchemaOf, ToolInputError } from './agent-tool';
 
 // The model's half of the missions API: the objective and, if it has one, the plan. The caps
 // and the conversation are not the model's to choose: the server's defaults and this turn's.
 const Args = MissionFields.pick({ objective: true, tasks: true });
-const PARAMETERS = (() => {
-  const schema = z.toJSONSchema(Args, { io: 'input', unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
-  delete schema.$schema;
-  return schema;
-})();
+const PARAMETERS = jsonSchemaOf(Args);
 
 export function createMissionTool(deps: MissionDeps): AgentTool {
   return {

@@ -5,6 +5,10 @@ export const Id = z.uuid();
 export const MessageRole = z.enum(['user', 'assistant', 'system', 'tool']);
 export type MessageRole = z.infer<typeof MessageRole>;
 
+// The largest value of a Postgres `integer` column: a client's number past it (a file version, a
+// chunk index) fails in the database as a 500 instead of a 400.
+export const PG_INTEGER_MAX = 2_147_483_647;
+
 // 32k characters is far above any real chat message and well below what the model can take.
 export const MESSAGE_MAX_CHARS = 32_000;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, PG_INTEGER_MAX } from './common';
 import { defineRpc } from './define';
 
 // Documents: text, Markdown or HTML (the tools service converts PDF and DOCX to text first),
@@ -51,7 +51,7 @@ export const DocumentMetadata = z
 
 const Timestamp = z.iso.datetime({ offset: true });
 const DocumentListLimit = z.number().int().min(1).max(DOCUMENT_LIST_MAX);
-const ChunkIndex = z.number().int().min(0);
+const ChunkIndex = z.number().int().min(0).max(PG_INTEGER_MAX);
 
 // What a listing shows of a document. `sizeChars` counts the text after conversion, which is
 // what the chunks hold.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, MESSAGE_MAX_CHARS, MessageRole } from './common';
+import { Id, MESSAGE_MAX_CHARS, MessageRole, PG_INTEGER_MAX } from './common';
 import { defineRpc } from './define';
 import {
   DOCUMENT_SOURCE_MAX_CHARS,
@@ -29,7 +29,7 @@ export const IMPORT_BATCH_MAX_RECORDS = 1_000;
 const Timestamp = z.iso.datetime({ offset: true });
 // Lower case, so an id derives the same new id however a file spells it.
 const RecordId = Id.toLowerCase();
-const Count = z.number().int().nonnegative();
+const Count = z.number().int().nonnegative().max(PG_INTEGER_MAX);
 
 export const ExportHeader = z.strictObject({
   type: z.literal('header'),
@@ -100,7 +100,7 @@ export const ExportedFile = z.strictObject({
   content: FileContent,
   tags: FileTags,
   metadata: FileMetadata,
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(PG_INTEGER_MAX),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   deletedAt: Timestamp.nullable(),
@@ -110,7 +110,7 @@ export const ExportedFile = z.strictObject({
 export const ExportedFileVersion = z.strictObject({
   type: z.literal('fileVersion'),
   fileId: RecordId,
-  version: z.number().int().min(1),
+  version: z.number().int().min(1).max(PG_INTEGER_MAX),
   content: FileContent,
   tags: FileTags,
   metadata: FileMetadata,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, PG_INTEGER_MAX } from './common';
 import { defineRpc } from './define';
 
 // Memory files: a per-user virtual filesystem that holds the agent's episodic and procedural
@@ -93,7 +93,7 @@ export const FileMetadata = z
     `must be at most ${FILE_METADATA_MAX_CHARS} characters as JSON`,
   );
 
-const FileVersionNumber = z.number().int().min(1);
+const FileVersionNumber = z.number().int().min(1).max(PG_INTEGER_MAX);
 const FileSearchLimit = z.number().int().min(1).max(FILE_SEARCH_MAX_LIMIT);
 const Timestamp = z.iso.datetime({ offset: true });
 

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { ErrorBody } from '@jarvis/contracts';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
 import express from 'express';
@@ -34,6 +36,22 @@ async function startService(
   const started = { url: `http://127.0.0.1:${port}`, exits, stopped, stop: () => service.stop() };
   running.push(started);
   return started;
+}
+
+// Writes each request on one connection after the answer to the one before has begun, and returns
+// everything the server sent until it closed the connection.
+async function exchange(url: string, requests: string[]): Promise<string> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  let received = '';
+  const pending = [...requests];
+  socket.write(pending.shift() ?? '');
+  socket.on('data', (chunk) => {
+    received += chunk.toString();
+    const next = pending.shift();
+    if (next) socket.write(next);
+  });
+  await once(socket, 'close');
+  return received;
 }
 
 afterEach(async () => {
@@ -109,6 +127,35 @@ describe('createService', () => {
     expect(await missing.json()).toEqual({
       error: { code: 'not_found', message: 'no route for GET /nowhere' },
     });
+  });
+
+  it('answers a bad escape in the path and oversized headers as JSON too', async () => {
+    const { url } = await startService({}, (app) => {
+      app.get('/things/:id', (req, res) => {
+        res.json({ id: req.params.id });
+      });
+    });
+
+    const badEscape = await fetch(`${url}/things/%E0%A4%A`);
+    expect(badEscape.status).toBe(400);
+    expect(await badEscape.json()).toEqual({
+      error: { code: 'bad_request', message: "Failed to decode param '%E0%A4%A'" },
+    });
+
+    // On one kept-alive connection: a request answered, then one with headers over Node's limit.
+    const answers = await exchange(url, [
+      'GET /things/1 HTTP/1.1\r\nHost: x\r\n\r\n',
+      `GET /things/2 HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`,
+    ]);
+    expect(answers).toMatch(/^HTTP\/1\.1 200 OK[\s\S]*"id":"1"[\s\S]*HTTP\/1\.1 431 /);
+    expect(
+      answers.endsWith(
+        JSON.stringify({
+          error: { code: 'bad_request', message: 'request headers are too large' },
+        }),
+      ),
+    ).toBe(true);
+    expect((await fetch(`${url}/things/1`)).status).toBe(200);
   });
 
   it('exits non-zero once a dependency has been lost for too long', async () => {

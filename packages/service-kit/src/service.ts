@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ErrorBody } from '@jarvis/contracts';
 import type { Logger, Metrics } from '@jarvis/telemetry';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
@@ -96,6 +97,7 @@ export function createService(options: ServiceOptions): Service {
         else resolve(listening);
       });
     });
+    answerClientErrors(server);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : options.port;
     watchdog = watchDependencies(options, () => void stop(1));
@@ -176,16 +178,18 @@ function traceRequests(options: ServiceOptions) {
   };
 }
 
-type BodyParserError = { type: string; status: number; message: string };
+// What express and its body parsers throw for a bad request: a status, and from the parsers a
+// type. The router's URIError for a path parameter that is not valid percent-encoding ('%',
+// '%E0%A4%A') has the status alone, and without this would answer 500.
+type ClientError = { type?: unknown; status: number; message: string };
 
-function isBodyParserError(error: unknown): error is BodyParserError {
+function isClientError(error: unknown): error is ClientError {
   return (
-    typeof error === 'object' &&
-    error !== null &&
-    'type' in error &&
-    typeof error.type === 'string' &&
+    error instanceof Error &&
     'status' in error &&
-    typeof error.status === 'number'
+    typeof error.status === 'number' &&
+    error.status >= 400 &&
+    error.status < 500
   );
 }
 
@@ -201,11 +205,48 @@ function answerErrors(logger: Logger) {
   };
 }
 
+// The statuses Node itself answers these with.
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'request headers are too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'chunk extensions are too large'],
+};
+
+// Requests Node refuses before express sees them (headers over its 16 KB, a malformed request
+// line) get the same JSON error as every other refusal, instead of a bare status line.
+function answerClientErrors(server: Server): void {
+  // Connections with a response under way: an answer written into one would corrupt it.
+  const answering = new WeakSet<Duplex>();
+  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    answering.add(request.socket);
+    response.once('close', () => answering.delete(request.socket));
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A connection that timed out is closed without an answer: it may be one a browser opened
+    // ahead of need (or kept alive) and has sent nothing on, and the browser would read a 408 as
+    // the answer to the next request it sends there (a browser's chat did).
+    const isTimeout = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    if (error.code === 'ECONNRESET' || !socket.writable || answering.has(socket) || isTimeout) {
+      socket.destroy();
+      return;
+    }
+    const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'malformed HTTP request'];
+    const body: ErrorBody = { error: { code: 'bad_request', message } };
+    const text = JSON.stringify(body);
+    const head = [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(text)}`,
+      'Connection: close',
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${text}`);
+  });
+}
+
 function describeError(error: unknown): { status: number; body: ErrorBody } {
   if (error instanceof HttpError) {
     return { status: error.status, body: { error: { code: error.code, message: error.message } } };
   }
-  if (isBodyParserError(error)) {
+  if (isClientError(error)) {
     if (error.type === 'entity.too.large') {
       return {
         status: 413,
@@ -218,12 +259,10 @@ function describeError(error: unknown): { status: number; body: ErrorBody } {
         body: { error: { code: 'bad_request', message: 'request body is not valid JSON' } },
       };
     }
-    if (error.status >= 400 && error.status < 500) {
-      return {
-        status: error.status,
-        body: { error: { code: 'bad_request', message: error.message } },
-      };
-    }
+    return {
+      status: error.status,
+      body: { error: { code: 'bad_request', message: error.message } },
+    };
   }
   return { status: 500, body: { error: { code: 'internal', message: 'internal error' } } };
 }

@@ -168,7 +168,7 @@ elif what == "prod-routing":
     if isinstance(labels, list):
         labels = dict(l.split("=", 1) for l in labels)
     domain = os.environ["JARVIS_DOMAIN"]
-    if labels.get("traefik.http.routers.jarvis.rule") != f"Host(`{domain}`)":
+    if labels.get("traefik.http.routers.jarvis.rule") != f"Host(`{domain}`) && !Path(`/metrics`)":
         errors.append(f"gateway router rule is {labels.get('traefik.http.routers.jarvis.rule')!r}")
     if not labels.get("traefik.http.routers.jarvis.tls.certresolver"):
         errors.append("gateway router has no certresolver")

@@ -95,7 +95,7 @@ describe('approvals', () => {
 
     expect(decided.status).toBe(200);
     expect(decided.body).toMatchObject({
-      approval: { status: 'approved' },
+      decided: { status: 'approved' },
       reply: { content: 'Deleted.' },
       runId: paused.runId,
     });
@@ -118,10 +118,47 @@ describe('approvals', () => {
     });
 
     expect(decided.body).toMatchObject({
-      approval: { status: 'denied' },
+      decided: { status: 'denied' },
       reply: { content: 'OK, I left it.' },
     });
     expect(await noteExists('notes/b.md')).toBe(true);
+  });
+
+  it('answers a decision with the approval decided and, when the run pauses again, the next one', async () => {
+    await writeNote('notes/d.md');
+    await writeNote('notes/e.md');
+    // One risky call after the other: the second comes once the first has run.
+    fixture.fake.onChat((request) => {
+      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
+      const results = sentMessages(request).filter((message) => message.role === 'tool');
+      if (results.length < 2) {
+        const path = results.length === 0 ? 'notes/d.md' : 'notes/e.md';
+        return { toolCalls: [{ name: 'memory_delete', arguments: { path } }] };
+      }
+      return { content: 'Both deleted.' };
+    });
+    const response = await fixture.chat(key, { message: 'Delete notes/d.md and notes/e.md' });
+    const paused = ChatResponse.parse(await response.json());
+
+    const first = await call('POST', `/v1/approvals/${paused.approval?.id}`, {
+      decision: 'approve',
+    });
+
+    expect(first.body).toMatchObject({
+      decided: { id: paused.approval?.id, status: 'approved', arguments: { path: 'notes/d.md' } },
+      approval: { toolName: 'memory_delete', arguments: { path: 'notes/e.md' } },
+      runId: paused.runId,
+    });
+    const next = first.body.approval as { id: string };
+    expect(next.id).not.toBe(paused.approval?.id);
+    const second = await call('POST', `/v1/approvals/${next.id}`, { decision: 'approve' });
+    expect(second.body).toMatchObject({
+      decided: { id: next.id, status: 'approved' },
+      reply: { content: 'Both deleted.' },
+    });
+    expect(second.body).not.toHaveProperty('approval');
+    expect(await noteExists('notes/d.md')).toBe(false);
+    expect(await noteExists('notes/e.md')).toBe(false);
   });
 
   it('keeps a waiting approval across an orchestrator restart', async () => {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Bus } from './bus';
 import { BusError, isBusError } from './bus-error';
 import { decodeJson, encodeJson, ReplyEnvelope } from './codec';
+import { ensureEventStream, lastEventSeq, readEvents } from './event-stream';
 import { connectTestBus } from './testing';
 
 const NAMESPACE = uniqueNamespace('bus');
@@ -434,5 +435,21 @@ describe('connection state', () => {
     const error = await catchBusError(bus.request(lookup, { id: 'n-1' }));
     expect(error.code).toBe('unavailable');
     expect(error.message).toBe('notes service could not be reached');
+  });
+
+  it('fails event stream calls on a closed bus as unavailable, as requests do', async () => {
+    const bus = await connectTestBus(NAMESPACE);
+    await bus.close();
+    const stream = { stream: 'NOTES', subjects: 'notes.>', maxAgeMs: 60_000 };
+    const reading = { stream: 'NOTES', subject: 'notes.x', schema: z.unknown(), afterSeq: 0 };
+    for (const call of [
+      () => ensureEventStream(bus, stream),
+      () => lastEventSeq(bus, 'NOTES'),
+      () => readEvents(bus, reading, () => {}),
+    ]) {
+      const error = await catchBusError(call());
+      expect(error.code).toBe('unavailable');
+      expect(error.message).toBe('the NOTES event stream could not be reached');
+    }
   });
 });

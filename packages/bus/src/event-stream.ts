@@ -1,6 +1,7 @@
 import { DeliverPolicy, DiscardPolicy, nanos, RetentionPolicy, StorageType } from 'nats';
 import type { z } from 'zod';
 import type { Bus } from './bus';
+import { BusError } from './bus-error';
 import { decodeJson } from './codec';
 
 export type EventStreamOptions = {
@@ -15,33 +16,48 @@ export type EventStreamOptions = {
 // A re-published event (a retried job) within this window is stored once.
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
+// JetStream failing (NATS down or restarting) reaches callers as the bus's 'unavailable', which
+// an API answers 503, rather than as a raw NATS error that would become a 500.
+async function reachStream<T>(bus: Bus, stream: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    bus.logger.warn({ err: error, stream }, 'event stream not reachable');
+    throw new BusError('unavailable', `the ${stream} event stream could not be reached`);
+  }
+}
+
 // A JetStream stream of events kept for a while (limits retention: reading removes nothing), so
 // a reader that was away catches up from the last sequence it saw. Producers and readers both
 // ensure it at start: whichever comes first creates it. Publish with publishWork (a message id
 // de-duplicates).
-export async function ensureEventStream(bus: Bus, options: EventStreamOptions): Promise<void> {
-  const jsm = await bus.nc.jetstreamManager();
-  const name = bus.streamName(options.stream);
-  const config = {
-    name,
-    subjects: [bus.subject(options.subjects)],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: nanos(options.maxAgeMs),
-    duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, options.maxAgeMs)),
-  };
-  const existing = await jsm.streams.info(name).catch(() => undefined);
-  if (existing) await jsm.streams.update(name, config);
-  else await jsm.streams.add(config);
+export function ensureEventStream(bus: Bus, options: EventStreamOptions): Promise<void> {
+  return reachStream(bus, options.stream, async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    const name = bus.streamName(options.stream);
+    const config = {
+      name,
+      subjects: [bus.subject(options.subjects)],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(options.maxAgeMs),
+      duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, options.maxAgeMs)),
+    };
+    const existing = await jsm.streams.info(name).catch(() => undefined);
+    if (existing) await jsm.streams.update(name, config);
+    else await jsm.streams.add(config);
+  });
 }
 
 // The sequence of the stream's latest event (0 when empty): reading after it gives only what is
 // published from now on, even if the reader's consumer takes a moment to exist.
-export async function lastEventSeq(bus: Bus, stream: string): Promise<number> {
-  const jsm = await bus.nc.jetstreamManager();
-  const info = await jsm.streams.info(bus.streamName(stream));
-  return info.state.last_seq;
+export function lastEventSeq(bus: Bus, stream: string): Promise<number> {
+  return reachStream(bus, stream, async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    const info = await jsm.streams.info(bus.streamName(stream));
+    return info.state.last_seq;
+  });
 }
 
 export type EventReader = { stop(): Promise<void> };
@@ -54,23 +70,25 @@ export async function readEvents<P extends z.ZodType>(
   options: { stream: string; subject: string; schema: P; afterSeq: number },
   onEvent: (event: z.output<P>, seq: number) => void,
 ): Promise<EventReader> {
-  const consumer = await bus.nc.jetstream().consumers.get(bus.streamName(options.stream), {
-    filterSubjects: bus.subject(options.subject),
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: options.afterSeq + 1,
-  });
-  const messages = await consumer.consume({
-    callback: (msg) => {
-      let body: unknown;
-      try {
-        body = decodeJson(msg.data);
-      } catch {
-        body = undefined;
-      }
-      const parsed = options.schema.safeParse(body);
-      if (parsed.success) onEvent(parsed.data, msg.seq);
-      else bus.logger.warn({ subject: msg.subject, seq: msg.seq }, 'skipped malformed event');
-    },
+  const messages = await reachStream(bus, options.stream, async () => {
+    const consumer = await bus.nc.jetstream().consumers.get(bus.streamName(options.stream), {
+      filterSubjects: bus.subject(options.subject),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: options.afterSeq + 1,
+    });
+    return consumer.consume({
+      callback: (msg) => {
+        let body: unknown;
+        try {
+          body = decodeJson(msg.data);
+        } catch {
+          body = undefined;
+        }
+        const parsed = options.schema.safeParse(body);
+        if (parsed.success) onEvent(parsed.data, msg.seq);
+        else bus.logger.warn({ subject: msg.subject, seq: msg.seq }, 'skipped malformed event');
+      },
+    });
   });
   return {
     async stop() {

@@ -13,7 +13,7 @@ const running: Started[] = [];
 
 async function startService(
   overrides: Partial<ServiceOptions> = {},
-  addRoutes: (app: express.Express) => void = () => {},
+  addRoutes: (app: express.Express, stopping: AbortSignal) => void = () => {},
 ): Promise<Started> {
   const exits: number[] = [];
   const stopped: string[] = [];
@@ -31,7 +31,7 @@ async function startService(
     exit: (code) => exits.push(code),
     ...overrides,
   });
-  addRoutes(service.app);
+  addRoutes(service.app, service.stopping);
   const { port } = await service.start();
   const started = { url: `http://127.0.0.1:${port}`, exits, stopped, stop: () => service.stop() };
   running.push(started);
@@ -174,6 +174,40 @@ describe('createService', () => {
   it('stops once, releasing resources, however often stop is called', async () => {
     const service = await startService();
     await Promise.all([service.stop(), service.stop()]);
+    expect(service.stopped).toEqual(['resources']);
+    expect(service.exits).toEqual([0]);
+  });
+
+  it('ends the responses that stay open as it stops, and stops cleanly', async () => {
+    const service = await startService({}, (app, stopping) => {
+      app.get('/stream', (_req, res) => {
+        res.write('event: hello\n\n');
+        stopping.addEventListener('abort', () => res.end('event: bye\n\n'));
+      });
+    });
+    const response = await fetch(`${service.url}/stream`);
+    const body = response.text();
+    await service.stop();
+    expect(await body).toBe('event: hello\n\nevent: bye\n\n');
+    expect(service.stopped).toEqual(['resources']);
+    expect(service.exits).toEqual([0]);
+  });
+
+  it('cuts requests still open after draining, and still releases everything', async () => {
+    let arrived: () => void = () => {};
+    const hasArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const service = await startService({ drainMs: 100 }, (app) => {
+      app.get('/hang', () => arrived());
+    });
+    const hanging = fetch(`${service.url}/hang`).then(
+      () => 'answered',
+      () => 'cut',
+    );
+    await hasArrived;
+    await service.stop();
+    expect(await hanging).toBe('cut');
     expect(service.stopped).toEqual(['resources']);
     expect(service.exits).toEqual([0]);
   });

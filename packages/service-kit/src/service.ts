@@ -22,6 +22,9 @@ export type ServiceOptions = {
   // Releases what the service holds (workers, bus, pools), in order. Runs once, on SIGTERM,
   // SIGINT, or when a dependency stays lost.
   onStop: () => Promise<void>;
+  // How long requests under way may take to finish once stopping (default 5 s; compose gives a
+  // service 30 s to stop). Those still open then are cut, so what onStop releases is released.
+  drainMs?: number;
   // How the process ends after stopping; tests replace it.
   exit?: (code: number) => void;
 };
@@ -30,9 +33,13 @@ export type Service = {
   app: express.Express;
   start(): Promise<{ port: number }>;
   stop(exitCode?: number): Promise<void>;
+  // Aborted as the service begins to stop. Responses that stay open (event streams) end on it;
+  // closing the server waits for every response under way.
+  stopping: AbortSignal;
 };
 
 const WATCHDOG_INTERVAL_MS = 1_000;
+const DRAIN_MS = 5_000;
 const SHUTDOWN_TIMEOUT_MS = 15_000;
 
 export function createService(options: ServiceOptions): Service {
@@ -58,6 +65,7 @@ export function createService(options: ServiceOptions): Service {
   let server: Server | undefined;
   let watchdog: NodeJS.Timeout | undefined;
   let stopping: Promise<void> | undefined;
+  const stopSignal = new AbortController();
 
   async function stop(exitCode = 0): Promise<void> {
     stopping ??= (async () => {
@@ -70,11 +78,24 @@ export function createService(options: ServiceOptions): Service {
       forceExit.unref();
       // Stop taking HTTP requests first, so nothing new starts while resources close. Idle
       // keep-alive connections would otherwise hold the close open until they time out.
+      stopSignal.abort();
       const closed = new Promise<void>((resolve) =>
         server ? server.close(() => resolve()) : resolve(),
       );
       server?.closeIdleConnections();
-      await closed;
+      let drain: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        closed.then(() => true),
+        new Promise<false>((resolve) => {
+          drain = setTimeout(() => resolve(false), options.drainMs ?? DRAIN_MS);
+        }),
+      ]);
+      clearTimeout(drain);
+      if (!drained) {
+        logger.warn('requests still open after draining; closing their connections');
+        server?.closeAllConnections();
+        await closed;
+      }
       try {
         await options.onStop();
       } catch (error) {
@@ -107,7 +128,7 @@ export function createService(options: ServiceOptions): Service {
     return { port };
   }
 
-  return { app, start, stop };
+  return { app, start, stop, stopping: stopSignal.signal };
 }
 
 async function runChecks(checks: Record<string, Check>): Promise<Record<string, boolean>> {

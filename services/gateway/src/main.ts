@@ -80,6 +80,7 @@ try {
         chatPerMinute: env.CHAT_RATE_LIMIT_PER_MINUTE,
       },
       corsOrigins: env.CORS_ORIGINS,
+      stopping: service.stopping,
     }),
   );
   // The web UI's build, web/dist (beside dist/ in the image, as in the repo). Last: it answers

@@ -31,9 +31,7 @@ export const ChatAccepted = TurnSubmitResponse.extend({ type: z.literal('accepte
 export type ChatAccepted = z.infer<typeof ChatAccepted>;
 export const ChatStreamEvent = z.union([ChatAccepted, TurnEvent]);
 
-// POST /v1/approvals/{id}: answers like POST /v1/chat, with the decided approval. When the run
-// paused again on another risky call, `approval` is that new request instead.
-export const ApprovalDecisionResponse = ChatResponse.extend({
-  approval: z.union([Approval, ApprovalRequest]),
-});
+// POST /v1/approvals/{id}: answers like POST /v1/chat (`approval` is a new request, when the run
+// paused again on another risky call), with the approval just decided.
+export const ApprovalDecisionResponse = ChatResponse.extend({ decided: Approval });
 export type ApprovalDecisionResponse = z.infer<typeof ApprovalDecisionResponse>;

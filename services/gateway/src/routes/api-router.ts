@@ -33,6 +33,8 @@ export type ApiDeps = {
   turnTimeoutMs: number;
   rateLimit: RateLimitDeps;
   corsOrigins: string[];
+  // The service's: open event streams end on it.
+  stopping: AbortSignal;
 };
 
 // Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.

@@ -44,7 +44,7 @@ export function createApprovalsRouter(deps: ApprovalsRouterDeps): Router {
           .approval;
       },
     );
-    res.json({ approval: decided, ...toChatResponse(event) });
+    res.json({ ...toChatResponse(event), decided });
   });
 
   return router;

@@ -12,6 +12,7 @@ export type ChatRouterDeps = {
   pool: Pool;
   submitTimeoutMs: number;
   turnTimeoutMs: number;
+  stopping: AbortSignal;
 };
 
 // Asked for by Accept, by the client's preference: a client that takes both and lists the event
@@ -28,7 +29,9 @@ export function createChatRouter(deps: ChatRouterDeps): Router {
     const body = parseBody(ChatRequest, req.body);
     const options = { submitTimeoutMs: deps.submitTimeoutMs, turnTimeoutMs: deps.turnTimeoutMs };
     if (wantsEventStream(req)) {
-      await streamChatTurn(deps.bus, principal.userId, body, options, () => openSse(res));
+      await streamChatTurn(deps.bus, principal.userId, body, options, () =>
+        openSse(res, deps.stopping),
+      );
       return;
     }
     res.json(await runChatTurn(deps.bus, principal.userId, body, options));

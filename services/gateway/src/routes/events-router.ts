@@ -11,7 +11,7 @@ import { authenticate } from '../services/api-keys';
 import { openSse } from '../services/sse';
 import { parseBody } from './parse-body';
 
-export type EventsRouterDeps = { bus: Bus; pool: Pool };
+export type EventsRouterDeps = { bus: Bus; pool: Pool; stopping: AbortSignal };
 
 // GET /v1/events: the key's user's live events (approvals requested, mission updates), as
 // server-sent events whose ids are USER_EVENTS stream sequences. With Last-Event-ID it resumes
@@ -40,7 +40,7 @@ export function createEventsRouter(deps: EventsRouterDeps): Router {
     // recreated, its sequences began again) must not hold back what comes now.
     const lastSeq = await lastEventSeq(deps.bus, USER_EVENTS_STREAM.stream);
     const afterSeq = Math.min(lastEventId ?? lastSeq, lastSeq);
-    const stream = openSse(res);
+    const stream = openSse(res, deps.stopping);
     const reader = await readEvents(
       deps.bus,
       {

@@ -84,6 +84,7 @@ export async function startRouterHarness(
       importBodyLimitBytes: 32 * 1_024 * 1_024,
       submitTimeoutMs: 5_000,
       turnTimeoutMs: 30_000,
+      stopping: service.stopping,
       rateLimit: {
         redis,
         namespace,

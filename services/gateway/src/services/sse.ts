@@ -18,17 +18,25 @@ function formatEvent(event: string, data: unknown, id?: number): string {
 
 // Turns the response into an event stream. No buffering on the way (X-Accel-Buffering for
 // nginx-like proxies) and no caching, or the client sees events late or stale; a comment every
-// 15 s keeps an idle stream open through proxies.
-export function openSse(res: Response): SseStream {
+// 15 s keeps an idle stream open through proxies. The stream ends when the gateway stops, so the
+// client reconnects (to another replica, or this one restarted) instead of holding the stop up.
+export function openSse(res: Response, stopping: AbortSignal): SseStream {
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache');
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+  const end = () => {
+    clearInterval(keepAlive);
+    if (!res.writableEnded) res.end();
+  };
+  if (stopping.aborted) end();
+  else stopping.addEventListener('abort', end, { once: true });
   const closed = new Promise<void>((resolve) => {
     const onClose = () => {
       clearInterval(keepAlive);
+      stopping.removeEventListener('abort', end);
       resolve();
     };
     // A client that left while the turn was being accepted has closed already.
@@ -39,10 +47,7 @@ export function openSse(res: Response): SseStream {
     send(event, data, id) {
       if (!res.writableEnded) res.write(formatEvent(event, data, id));
     },
-    end() {
-      clearInterval(keepAlive);
-      if (!res.writableEnded) res.end();
-    },
+    end,
     closed,
   };
 }

@@ -55,7 +55,7 @@ export type ChatState = {
   notice?: string;
 };
 
-type DecisionResponse = ChatResponse & { approval?: Approval | ApprovalRequest };
+type DecisionResponse = ChatResponse & { decided: Approval };
 
 export type ChatStore = {
   getState(): ChatState;
@@ -89,10 +89,6 @@ function toEntry(message: HistoryMessage): ChatEntry | undefined {
     status: 'done',
     tools: [],
   };
-}
-
-function isPendingRequest(approval: Approval | ApprovalRequest): approval is ApprovalRequest {
-  return !('status' in approval);
 }
 
 // The conversation as this browser sees it. It lives outside the chat view, so a reply that
@@ -281,8 +277,7 @@ export function createChatStore(client: ApiClient): ChatStore {
           { decision },
         );
         updateApproval(approvalId, { state: decision === 'approve' ? 'approved' : 'denied' });
-        const next =
-          response.approval && isPendingRequest(response.approval) ? response.approval : undefined;
+        const next = response.approval;
         setState({
           entries: [
             ...state.entries,

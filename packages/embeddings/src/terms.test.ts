@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stem, toTerms } from './terms';
+import { isStopTerm, stem, toTerms } from './terms';
 
 describe('toTerms', () => {
   it('lower-cases every word', () => {
@@ -57,5 +57,16 @@ describe('stem', () => {
     expect(stem('bus')).toBe('bus');
     expect(stem('sing')).toBe('sing');
     expect(stem('cat')).toBe('cat');
+  });
+});
+
+describe('isStopTerm', () => {
+  it('knows the terms that stop words stem to, so inflections of a stop word are told apart', () => {
+    const [liked] = toTerms('liked');
+    expect(liked).toBeDefined();
+    expect(isStopTerm(liked ?? '')).toBe(true);
+    expect(toTerms('like')).toEqual([]);
+    const [magazine] = toTerms('magazines');
+    expect(isStopTerm(magazine ?? '')).toBe(false);
   });
 });

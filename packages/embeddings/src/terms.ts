@@ -48,6 +48,14 @@ export function toTerms(text: string): string[] {
   return terms;
 }
 
+// Terms a stop word stems to as well: "liked" and "likes" share "like"'s term. Counts of such
+// a term leave out the stop word's own uses, so they say little of how common it is.
+const STOP_TERMS = new Set([...STOP_WORDS].map(stem));
+
+export function isStopTerm(term: string): boolean {
+  return STOP_TERMS.has(term);
+}
+
 // In how many of the texts each term occurs: what term statistics count.
 export function countTermsByText(texts: string[]): Map<string, number> {
   const counts = new Map<string, number>();

@@ -64,7 +64,6 @@ export async function insertMessage(
   return { message: toMessage(duplicate), isDuplicate: true };
 }
 
-// The latest `limit` messages of a conversation, oldest first.
 // The latest `limit` messages of a conversation that no summary covers yet, oldest first: what a
 // summary covers reaches the prompt through the summary.
 export async function listRecentMessages(

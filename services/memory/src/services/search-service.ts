@@ -4,6 +4,7 @@ import {
   embedQuery,
   expandQuery,
   inverseDocumentFrequency,
+  isStopTerm,
   LOCAL_EMBEDDING_MODEL,
   toTerms,
 } from '@jarvis/embeddings';
@@ -207,12 +208,16 @@ function textWords(query: string): string[] {
 }
 
 // The query's words the full-text ranker gets: rarest first, within TEXT_MATCH_BUDGET items.
-// Words without a term (stop words) never match anything worth ranking.
+// Left out are the words whose counts say nothing of what Postgres will match: stop words and
+// words sharing a stop word's term ("liked" is "like" to Postgres, which keeps "like": a quarter
+// of all messages), and words no item has, which Postgres may still find where it splits words
+// apart as the terms do not (the "m" of "I'm", the "ll" of "you'll": 40,000 of 100,000).
 function rarestWords(words: string[], counts: Map<string, number>): string[] {
   const byRarity = [...new Set(words)]
     .flatMap((word) => {
       const [term] = toTerms(word);
-      return term === undefined ? [] : [{ word, items: counts.get(term) ?? 0 }];
+      const items = term === undefined || isStopTerm(term) ? 0 : (counts.get(term) ?? 0);
+      return items === 0 ? [] : [{ word, items }];
     })
     .sort((a, b) => a.items - b.items);
   const chosen: string[] = [];

@@ -87,7 +87,11 @@ export async function runTurn(
   const approval = turn.approvalId
     ? await findApproval(deps.pool, run.userId, turn.approvalId)
     : undefined;
-  const latest = await findLatestApproval(deps.pool, run.id);
+  // Needed only to resume, or to announce a run that waits for an approval.
+  const latest =
+    turn.approvalId || run.status === 'waiting_approval'
+      ? await findLatestApproval(deps.pool, run.id)
+      : undefined;
   const canResume =
     approval !== undefined &&
     approval.status !== 'pending' &&

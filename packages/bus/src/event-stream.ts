@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Bus } from './bus';
 import { BusError } from './bus-error';
 import { decodeJson } from './codec';
+import { putStream } from './work-queue';
 
 export type EventStreamOptions = {
   // Stream name, before the namespace prefix.
@@ -44,9 +45,7 @@ export function ensureEventStream(bus: Bus, options: EventStreamOptions): Promis
       max_age: nanos(options.maxAgeMs),
       duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, options.maxAgeMs)),
     };
-    const existing = await jsm.streams.info(name).catch(() => undefined);
-    if (existing) await jsm.streams.update(name, config);
-    else await jsm.streams.add(config);
+    await putStream(jsm, config);
   });
 }
 

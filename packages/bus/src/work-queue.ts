@@ -4,10 +4,12 @@ import {
   AckPolicy,
   type ConsumerMessages,
   DeliverPolicy,
+  type JetStreamManager,
   type JsMsg,
   nanos,
   RetentionPolicy,
   StorageType,
+  type StreamConfig,
 } from 'nats';
 import type { z } from 'zod';
 import type { Bus } from './bus';
@@ -42,6 +44,17 @@ export type WorkHandler<P extends z.ZodType> = (
 
 export type Worker = { stop(): Promise<void> };
 
+// Creates the stream, or brings an existing one to this configuration: whichever replica or
+// service starts first creates it, and a changed setting reaches it on the next start.
+export async function putStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  const existing = await jsm.streams.info(config.name).catch(() => undefined);
+  if (existing) await jsm.streams.update(config.name, config);
+  else await jsm.streams.add(config);
+}
+
 // A JetStream work queue: each message is handed to exactly one consumer at a time and
 // redelivered until it is acked, so work survives the crash of the process doing it.
 export async function ensureWorkQueue<P extends z.ZodType>(
@@ -58,9 +71,7 @@ export async function ensureWorkQueue<P extends z.ZodType>(
     storage: StorageType.File,
     duplicate_window: nanos(options.duplicateWindowMs ?? 10 * 60_000),
   };
-  const existing = await jsm.streams.info(name).catch(() => undefined);
-  if (existing) await jsm.streams.update(name, streamConfig);
-  else await jsm.streams.add(streamConfig);
+  await putStream(jsm, streamConfig);
 
   const consumerConfig = {
     durable_name: options.consumer,

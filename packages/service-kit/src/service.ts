@@ -76,26 +76,20 @@ export function createService(options: ServiceOptions): Service {
         exit(exitCode || 1);
       }, SHUTDOWN_TIMEOUT_MS);
       forceExit.unref();
-      // Stop taking HTTP requests first, so nothing new starts while resources close. Idle
-      // keep-alive connections would otherwise hold the close open until they time out.
+      // Open event streams end; then stop taking HTTP requests, so nothing new starts while
+      // resources close. Idle keep-alive connections would otherwise hold the close open until
+      // they time out, and requests still under way after draining are cut.
       stopSignal.abort();
       const closed = new Promise<void>((resolve) =>
         server ? server.close(() => resolve()) : resolve(),
       );
       server?.closeIdleConnections();
-      let drain: NodeJS.Timeout | undefined;
-      const drained = await Promise.race([
-        closed.then(() => true),
-        new Promise<false>((resolve) => {
-          drain = setTimeout(() => resolve(false), options.drainMs ?? DRAIN_MS);
-        }),
-      ]);
-      clearTimeout(drain);
-      if (!drained) {
+      const drain = setTimeout(() => {
         logger.warn('requests still open after draining; closing their connections');
         server?.closeAllConnections();
-        await closed;
-      }
+      }, options.drainMs ?? DRAIN_MS);
+      await closed;
+      clearTimeout(drain);
       try {
         await options.onStop();
       } catch (error) {

@@ -43,6 +43,9 @@ const Settings = z.object({
   // The user's pause between turns; 0 sends each turn as soon as the last one is answered, so
   // it meets the previous turn's background work (fact extraction, summary) head-on.
   SOAK_PAUSE_MS: z.coerce.number().int().min(0).default(0),
+  // A real Postgres with pgvector (an empty database: the services create their schemas);
+  // without it the stack runs the embedded one, as tests and `make dev` do.
+  DATABASE_URL: z.string().url().optional(),
 });
 const settings = Settings.parse(process.env);
 const TURNS = settings.SOAK_TURNS;
@@ -250,7 +253,7 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
     date: new Date().toISOString(),
     completedTurns: progress.isComplete ? TURNS : turns.length,
     method: [
-      `The whole stack as processes (six services run from source with tsx, the embedded Postgres), the machine's NATS and Redis, and the fake LLM in the bench process; CONTEXT_TOKEN_BUDGET ${CONTEXT_TOKEN_BUDGET}, SUMMARY_TRIGGER_TOKENS ${SUMMARY_TRIGGER_TOKENS}, SUMMARY_KEEP_TOKENS 2000, no per-user rate or cost limit.`,
+      `The whole stack as processes (six services run from source with tsx, ${settings.DATABASE_URL ? 'a real Postgres with pgvector' : 'the embedded Postgres'}), the machine's NATS and Redis, and the fake LLM in the bench process; CONTEXT_TOKEN_BUDGET ${CONTEXT_TOKEN_BUDGET}, SUMMARY_TRIGGER_TOKENS ${SUMMARY_TRIGGER_TOKENS}, SUMMARY_KEEP_TOKENS 2000, no per-user rate or cost limit.`,
       `${MEMORIES} memories first: LoCoMo chat lines (and pairs of them), imported with POST /v1/conversations/{id}/messages/import into ${progress.stored.conversations} conversations of under ${IMPORTED_CONVERSATION_TOKENS} estimated tokens each (so none waits for a summary), dated over the two years before, in ${progress.stored.seconds} s; recall searches all of them.`,
       `Then ${TURNS} turns of one conversation through POST /v1/chat, one at a time (${PAUSE_MS} ms between them): pairs of LoCoMo lines, and the ${PLANTED_FACTS.length} planted facts at turns 2, 7, …, ${2 + (PLANTED_FACTS.length - 1) * PLANT_EVERY}; then one question per fact.`,
       'The fake answers a turn with two sentences, a summary request with the gist of each user line (at most 200 words), and a fact extraction with valid JSON: the planted fact, a fact for one filler turn in four, or no operations. Summaries and extractions thus run after the turns as they would with a real model.',
@@ -335,17 +338,20 @@ const lines = await loadChatLines(CHAT_LINES);
 const model = createSoakModel(PLANTED_FACTS);
 const plantedAt = new Map(PLANTED_FACTS.map((fact, index) => [2 + index * PLANT_EVERY, fact]));
 
-const fixture = await startStackFixture({
-  CONTEXT_TOKEN_BUDGET: String(CONTEXT_TOKEN_BUDGET),
-  SUMMARY_TRIGGER_TOKENS: String(SUMMARY_TRIGGER_TOKENS),
-  SUMMARY_KEEP_TOKENS: '2000',
-  // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
-  // would refuse most of it.
-  USER_REQUESTS_PER_MINUTE: '0',
-  RATE_LIMIT_PER_MINUTE: '0',
-  CHAT_RATE_LIMIT_PER_MINUTE: '0',
-  USER_DAILY_COST_LIMIT_USD: '0',
-});
+const fixture = await startStackFixture(
+  {
+    CONTEXT_TOKEN_BUDGET: String(CONTEXT_TOKEN_BUDGET),
+    SUMMARY_TRIGGER_TOKENS: String(SUMMARY_TRIGGER_TOKENS),
+    SUMMARY_KEEP_TOKENS: '2000',
+    // Months of one user's chat pressed into minutes: the per-minute and daily limits of a user
+    // would refuse most of it.
+    USER_REQUESTS_PER_MINUTE: '0',
+    RATE_LIMIT_PER_MINUTE: '0',
+    CHAT_RATE_LIMIT_PER_MINUTE: '0',
+    USER_DAILY_COST_LIMIT_USD: '0',
+  },
+  settings.DATABASE_URL,
+);
 fixture.fake.onChat((request) => model.answer(request));
 const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
 await db.connect();
@@ -354,6 +360,10 @@ try {
   process.stdout.write(`soak: storing ${MEMORIES} memories, then ${TURNS} turns\n`);
   const stored = await storeMemories(fixture, apiKey, lines);
   process.stdout.write(`  stored in ${stored.seconds} s\n`);
+  // Planner statistics as the database's own upkeep would soon have them (autovacuum, or the
+  // embedded Postgres' ANALYZE after a minute of use): a soak of a few minutes would otherwise
+  // run on the statistics of an empty database.
+  await db.query('ANALYZE');
   await wait(SETTLE_MS);
 
   const progress: Progress = {

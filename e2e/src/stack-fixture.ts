@@ -19,16 +19,19 @@ export type StackFixture = {
   close(): Promise<void>;
 };
 
-// The whole product as a user runs it: six service processes, the embedded Postgres on disk,
-// the machine's NATS and Redis, and the fake LLM behind the OpenAI-compatible provider.
+// The whole product as a user runs it: six service processes, the embedded Postgres on disk
+// (or the real Postgres at `databaseUrl`: benches only, tests never share a database), the
+// machine's NATS and Redis, and the fake LLM behind the OpenAI-compatible provider.
 export async function startStackFixture(
   extraEnv: Record<string, string> = {},
+  databaseUrl?: string,
 ): Promise<StackFixture> {
   const fake = await startFakeLlm();
   const dataDir = await makeTempDir('e2e');
   const adminKey = `admin-${randomBytes(24).toString('hex')}`;
   const stack = new Stack({
     dataDir: dataDir.path,
+    ...(databaseUrl ? { databaseUrl } : {}),
     env: {
       NATS_URL,
       REDIS_URL,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { sendRaw } from '@jarvis/bus/testing';
 import {
   type MemoryDocumentsIngestRequest,
   memoryAppend,
@@ -10,44 +10,23 @@ import {
   memoryDocumentsList,
   memorySearch,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { createLogger } from '@jarvis/telemetry';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDocumentHandlers } from './documents-handlers';
-import { registerHandlers } from './handlers';
-import { configureVectorSearch } from './vector-search-settings';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerDocumentHandlers>;
+let countRows: MemoryHarness['countRows'];
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  // Before the first connection, as in main.ts, so every pooled connection gets the settings.
-  configureVectorSearch(db.pool, createLogger('test', 'silent'));
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-documents');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  // Search runs beside the documents, as in main.ts.
-  subscriptions = [
-    ...registerDocumentHandlers(serverBus, db.pool),
-    ...registerHandlers(serverBus, db.pool),
-  ];
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-documents', [registerDocumentHandlers]);
+  ({ db, clientBus, countRows } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 function ingest(
@@ -71,11 +50,6 @@ function get(userId: string, id: string, fromIndex?: number) {
 
 function words(text: string): string[] {
   return text.split(/\s+/).filter(Boolean);
-}
-
-async function countRows(sql: string, params: unknown[]): Promise<number> {
-  const { rows } = await db.pool.query<{ count: string }>(sql, params);
-  return Number(rows[0]?.count ?? 0);
 }
 
 function countChunkRows(documentId: string): Promise<number> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
+import { catchBusError } from '@jarvis/bus/testing';
 import {
   type ExportRecord,
   ExportRecordType,
@@ -18,48 +18,33 @@ import {
   memoryRecall,
   memorySearch,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDocumentHandlers } from './documents-handlers';
 import { registerExportHandlers } from './export-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
-import { registerHandlers } from './handlers';
 import { importedId } from './services/import-records-service';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerExportHandlers>;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-export');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  subscriptions = [
-    ...registerExportHandlers(serverBus, db.pool),
-    ...registerForgetHandlers(serverBus, db.pool),
-    ...registerFactHandlers(serverBus, db.pool),
-    ...registerFileHandlers(serverBus, db.pool),
-    ...registerDocumentHandlers(serverBus, db.pool),
-    ...registerHandlers(serverBus, db.pool),
-  ];
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-export', [
+    registerExportHandlers,
+    registerForgetHandlers,
+    registerFactHandlers,
+    registerFileHandlers,
+    registerDocumentHandlers,
+  ]);
+  ({ db, clientBus } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 const LIGHTHOUSE = Array.from(

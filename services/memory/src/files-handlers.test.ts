@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
   FILE_CONTENT_MAX_CHARS,
   FILE_GREP_MAX_MATCHES,
@@ -16,39 +16,22 @@ import {
   memoryFilesWrite,
   memorySearch,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFileHandlers } from './files-handlers';
-import { registerHandlers } from './handlers';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerFileHandlers>;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-files');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  subscriptions = [
-    ...registerFileHandlers(serverBus, db.pool),
-    ...registerHandlers(serverBus, db.pool),
-  ];
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-files', [registerFileHandlers]);
+  ({ db, clientBus } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 function write(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { sendRaw } from '@jarvis/bus/testing';
 import {
   memoryAppend,
   memoryFactsGet,
@@ -10,41 +10,26 @@ import {
   memoryRecall,
   memorySearch,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from './facts-handlers';
 import { registerForgetHandlers } from './forget-handlers';
-import { registerHandlers } from './handlers';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerForgetHandlers>;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-forget');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  subscriptions = [
-    ...registerForgetHandlers(serverBus, db.pool),
-    ...registerFactHandlers(serverBus, db.pool),
-    ...registerHandlers(serverBus, db.pool),
-  ];
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-forget', [
+    registerForgetHandlers,
+    registerFactHandlers,
+  ]);
+  ({ db, clientBus } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 async function say(userId: string, role: 'user' | 'assistant', content: string) {

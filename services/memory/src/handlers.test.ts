@@ -1,48 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
   MESSAGE_MAX_CHARS,
   type MemoryAppendRequest,
   memoryAppend,
   memoryRecall,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { loadTokenCounter } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerHandlers } from './handlers';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerHandlers>;
+let countRows: MemoryHarness['countRows'];
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  subscriptions = registerHandlers(serverBus, db.pool);
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory');
+  ({ db, clientBus, countRows } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
-
-async function countRows(sql: string, params: unknown[]): Promise<number> {
-  const { rows } = await db.pool.query<{ count: string }>(sql, params);
-  return Number(rows[0]?.count);
-}
 
 function append(userId: string, content: string, conversationId?: string) {
   return clientBus.request(memoryAppend, {

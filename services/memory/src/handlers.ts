@@ -22,6 +22,7 @@ import {
   extractFacts,
   recordExtractionGaveUp,
 } from './services/extract-facts';
+import type { MessageIndexer } from './services/index-messages';
 import { appendMessage, importMessages } from './services/messages-service';
 import { recallContext } from './services/recall-service';
 import { rememberIfAsked } from './services/remember-command';
@@ -31,6 +32,7 @@ import { writeEpisode } from './services/write-episode';
 export function registerHandlers(
   bus: Bus,
   pool: Pool,
+  indexer: MessageIndexer,
   compaction = DEFAULT_COMPACTION,
   dense?: DenseIndex,
 ) {
@@ -51,7 +53,10 @@ export function registerHandlers(
   return [
     bus.serve(memoryAppend, async (request) => {
       const stored = await appendMessage(pool, request);
-      if (!stored.isDuplicate) await rememberNow(request.userId, stored.message);
+      if (!stored.isDuplicate) {
+        indexer.kick();
+        await rememberNow(request.userId, stored.message);
+      }
       void compactLater(request.userId, stored.message.conversationId);
       return stored;
     }),

@@ -1,36 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
+import { catchBusError } from '@jarvis/bus/testing';
 import { memoryAppend, memoryConversationsList, memoryMessagesList } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerHandlers } from './handlers';
+import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
+let memory: MemoryHarness;
 let db: TestDatabase;
-let serverBus: Bus;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerHandlers>;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-history');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  // Registered through registerHandlers, as the service does: appends and history together.
-  subscriptions = registerHandlers(serverBus, db.pool);
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-history');
+  ({ db, clientBus } = memory);
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 async function say(userId: string, content: string, conversationId?: string) {

@@ -16,6 +16,7 @@ import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
 import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
 import { startDenseIndexer } from './services/dense-index';
+import { startMessageIndexer } from './services/index-messages';
 import { loadItems } from './services/search-service';
 import { configureVectorSearch } from './vector-search-settings';
 
@@ -66,8 +67,9 @@ try {
     maxInFlight: 2,
   };
   await ensureWorkQueue(bus, extractionRequested, extractionQueue);
+  const indexer = startMessageIndexer(pool, logger);
   const dense = startDenseIndexer(bus, pool, loadItems);
-  registerHandlers(bus, pool, compaction, dense);
+  registerHandlers(bus, pool, indexer, compaction, dense);
   registerFileHandlers(bus, pool);
   registerDocumentHandlers(bus, pool);
   registerFactHandlers(bus, pool);
@@ -93,6 +95,7 @@ try {
       await compactionWorker.stop();
       await extractionWorker.stop();
       await dense.stop();
+      await indexer.stop();
       await bus.close();
       await pool.end();
       await telemetry.stop();

@@ -8,6 +8,7 @@ import { createPool, migrate, type Pool } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
 import { startTestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { registerHandlers } from '../handlers';
+import { startMessageIndexer } from '../services/index-messages';
 import { configureVectorSearch } from '../vector-search-settings';
 import { createBm25 } from './bm25';
 import { type LocomoConversation, loadLocomo } from './locomo';
@@ -147,7 +148,8 @@ await migrate(pool, { schema: 'memory', directory: new URL('../../migrations', i
 const namespace = uniqueNamespace('bench');
 const server = await connectTestBus(namespace);
 const client = await connectTestBus(namespace);
-registerHandlers(server, pool);
+const indexer = startMessageIndexer(pool, logger);
+registerHandlers(server, pool, indexer);
 await server.nc.flush();
 
 try {
@@ -183,6 +185,7 @@ try {
 } finally {
   await client.close();
   await server.close();
+  await indexer.stop();
   await pool.end();
   await database?.stop();
 }

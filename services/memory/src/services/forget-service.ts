@@ -10,6 +10,7 @@ import { type Pool, withTransaction } from '@jarvis/db';
 import { countTermsByText, toTerms } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { lockFact } from '../repositories/facts-repository';
+import { dropQueuedMessages } from '../repositories/index-queue-repository';
 import {
   deleteMessageEmbeddings,
   markMessagesForgotten,
@@ -65,6 +66,8 @@ export async function applyForget(
       await invalidateFact(db, request.userId, id, null);
       forgotten += 1;
     }
+    // First, so that a drain indexing one of them has finished and its embedding is seen.
+    const neverIndexed = await dropQueuedMessages(db, request.userId, messageIds);
     const messages = await markMessagesForgotten(db, request.userId, messageIds);
     await deleteMessageEmbeddings(
       db,
@@ -72,11 +75,12 @@ export async function applyForget(
       messages.map((message) => message.id),
     );
     // Their words no longer count towards rarity weights, as for a deleted document.
+    const counted = messages.filter((message) => !neverIndexed.has(message.id));
     await removeTermCounts(
       db,
       request.userId,
-      countTermsByText(messages.map((message) => message.content)),
-      messages.length,
+      countTermsByText(counted.map((message) => message.content)),
+      counted.length,
     );
     return { forgotten: forgotten + messages.length };
   });

@@ -1,6 +1,13 @@
-import type { Queryable } from '@jarvis/db';
+import type { Pool, Queryable } from '@jarvis/db';
+import { withTransaction } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import type { Logger } from '@jarvis/telemetry';
 import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
+import {
+  claimQueuedConversation,
+  hasQueuedMessages,
+  takeQueuedMessages,
+} from '../repositories/index-queue-repository';
 import { type IndexedMessage, listNeighbours } from '../repositories/messages-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
 
@@ -42,4 +49,102 @@ export async function indexMessages(
 
   const termCounts = countTermsByText(messages.map((message) => message.content));
   await addTermCounts(db, userId, termCounts, messages.length);
+}
+
+// Indexes one conversation's queued messages, in the transaction that takes them off the queue.
+// Undefined when nothing (of the user's, when given) was left to claim.
+function indexQueuedConversation(
+  pool: Pool,
+  options: { userId: string | undefined; isWaiting: boolean },
+): Promise<number | undefined> {
+  return withTransaction(pool, async (db) => {
+    const claimed = await claimQueuedConversation(db, options);
+    if (!claimed) return undefined;
+    const messages = await takeQueuedMessages(db, claimed.conversationId);
+    await indexMessages(db, claimed.userId, claimed.conversationId, messages);
+    return messages.length;
+  });
+}
+
+// A search finds what its user said a moment ago: the user's queued messages are indexed first,
+// waiting for a background drain that holds some of them. Costs one lookup when none are queued.
+export async function indexUserMessagesNow(pool: Pool, userId: string): Promise<void> {
+  while (await hasQueuedMessages(pool, userId)) {
+    // A locking read whose row another drain took meanwhile can come back empty while rows are
+    // left: the loop looks again.
+    await indexQueuedConversation(pool, { userId, isWaiting: true });
+  }
+}
+
+export type MessageIndexer = {
+  // A message was queued: index it shortly, with whatever else is queued by then.
+  kick(): void;
+  stop(): Promise<void>;
+};
+
+export type IndexerSettings = {
+  // How long a queued message waits, so that a turn's question and answer are indexed together
+  // and neither on the turn's path.
+  delayMs: number;
+  // Pause before trying again after the database failed a drain.
+  retryMs: number;
+};
+
+const DEFAULT_INDEXER: IndexerSettings = { delayMs: 250, retryMs: 5_000 };
+
+// Messages appended by turns are made searchable here, in the background. What is still queued
+// at a start (a crash, a stop mid-drain) is indexed first.
+export function startMessageIndexer(
+  pool: Pool,
+  logger: Logger,
+  settings: IndexerSettings = DEFAULT_INDEXER,
+): MessageIndexer {
+  const stopping = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let draining: Promise<void> | undefined;
+  let isKickedWhileDraining = false;
+
+  const schedule = (delayMs: number) => {
+    if (stopping.signal.aborted || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      drain();
+    }, delayMs);
+  };
+  const drain = () => {
+    if (draining) {
+      isKickedWhileDraining = true;
+      return;
+    }
+    draining = (async () => {
+      try {
+        while (!stopping.signal.aborted) {
+          const indexed = await indexQueuedConversation(pool, {
+            userId: undefined,
+            isWaiting: false,
+          });
+          if (indexed === undefined) break;
+        }
+      } catch (error) {
+        logger.warn({ err: error }, 'message indexing failed; trying again');
+        schedule(settings.retryMs);
+      } finally {
+        draining = undefined;
+        if (isKickedWhileDraining) {
+          isKickedWhileDraining = false;
+          schedule(settings.delayMs);
+        }
+      }
+    })();
+  };
+
+  schedule(0);
+  return {
+    kick: () => schedule(settings.delayMs),
+    async stop() {
+      stopping.abort();
+      clearTimeout(timer);
+      await draining;
+    },
+  };
 }

@@ -11,6 +11,7 @@ import {
   ensureDefaultConversation,
   findConversation,
 } from '../repositories/conversations-repository';
+import { queueMessageIndex } from '../repositories/index-queue-repository';
 import { insertMessage, insertMessagesInOrder } from '../repositories/messages-repository';
 import { indexMessages } from './index-messages';
 
@@ -32,12 +33,14 @@ export async function appendMessage(
       metadata: request.metadata ?? {},
       idempotencyKey: request.idempotencyKey,
     });
-    // Searchable as soon as it is stored: same transaction.
+    // Indexed off the caller's path (index-messages.ts); queued in this transaction, so a
+    // stored message is never left unsearchable.
     if (!stored.isDuplicate) {
-      const { message } = stored;
-      await indexMessages(db, request.userId, conversationId, [
-        { id: message.id, content: message.content, createdAt: new Date(message.createdAt) },
-      ]);
+      await queueMessageIndex(db, {
+        id: stored.message.id,
+        userId: request.userId,
+        conversationId,
+      });
     }
     return stored;
   });

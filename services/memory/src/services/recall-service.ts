@@ -49,6 +49,7 @@ export async function recallContext(
             query,
             limit: RECALL_RELEVANT_LIMIT + request.recentLimit,
             kinds: ['message', 'fact', 'summary', 'document'],
+            areQueuedMessagesSkipped: true,
           },
           now,
           dense,

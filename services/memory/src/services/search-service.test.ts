@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
-import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
+import { sendRaw } from '@jarvis/bus/testing';
 import {
   type ImportedMessage,
   type MemorySearchRequest,
@@ -11,12 +11,8 @@ import {
   type SearchResult,
   type StoredMessage,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { createLogger } from '@jarvis/telemetry';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerHandlers } from '../handlers';
-import { configureVectorSearch } from '../vector-search-settings';
+import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 
 // One user's chat export spread over 2023, a topic or two a month, and a later, second chat.
 const DIARY: [ImportedMessage['role'], string, string][] = [
@@ -95,10 +91,8 @@ const diaryId = randomUUID();
 const secondChatId = randomUUID();
 const otherUsersChatId = randomUUID();
 
-let db: TestDatabase;
-let serverBus: Bus;
+let memory: MemoryHarness;
 let clientBus: Bus;
-let subscriptions: ReturnType<typeof registerHandlers>;
 // What each user stored, as memory.recall reports it.
 const stored = new Map<string, StoredMessage & { userId: string }>();
 
@@ -137,19 +131,8 @@ async function importChat(
 }
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  // Before the first connection, as in main.ts, so every pooled connection gets the settings.
-  configureVectorSearch(db.pool, createLogger('test', 'silent'));
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../../migrations', import.meta.url),
-  });
-  const namespace = uniqueNamespace('memory-search');
-  serverBus = await connectTestBus(namespace);
-  clientBus = await connectTestBus(namespace);
-  subscriptions = registerHandlers(serverBus, db.pool);
-  // A request published before the server's SUB reached NATS would find no responders.
-  await serverBus.nc.flush();
+  memory = await startMemoryHarness('memory-search');
+  ({ clientBus } = memory);
 
   await importChat(userA, diaryId, DIARY, 'whatsapp');
   await importChat(userA, secondChatId, SECOND_CHAT, 'telegram');
@@ -157,10 +140,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const subscription of subscriptions ?? []) subscription.unsubscribe();
-  await clientBus?.close();
-  await serverBus?.close();
-  await db?.stop();
+  await memory?.stop();
 });
 
 function search(

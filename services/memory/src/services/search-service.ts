@@ -23,12 +23,16 @@ import {
 import { summarySource } from '../repositories/summaries-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
 import type { DenseIndex } from './dense-index';
+import { indexUserMessagesNow } from './index-messages';
 import { parseDateRange } from './query-dates';
 
 type SearchRequest = z.output<typeof MemorySearchRequest> & {
   // For lookups by likeness ("facts like this message"): "I moved last month" is about a move,
   // not a request for last month's items.
   isQueryDateIgnored?: boolean;
+  // For a turn's recall: the messages still queued for indexing are the newest, which its
+  // prompt shows anyway, so it does not wait for them.
+  areQueuedMessagesSkipped?: boolean;
 };
 
 // Candidates each ranker contributes before fusion.
@@ -49,8 +53,9 @@ const IMPORTANCE_SPREAD = 0.1;
 // Postgres ranks every item that matches any word of the full-text query, so its cost grows
 // with the matches: at 100,000 messages two common words match ~13,000 items and take 125 ms.
 // So it gets the rarest words (they say the most) while their items add up to at most this;
-// the common ones are left to the vector ranker.
-const TEXT_MATCH_BUDGET = 2_000;
+// the common ones are left to the vector ranker. LoCoMo recall is the same at 1,000 as at 2,000,
+// and searches at 10,000 messages are 10-20 % faster.
+const TEXT_MATCH_BUDGET = 1_000;
 
 // The kinds search can find, each with its own full-text search.
 const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
@@ -78,6 +83,9 @@ export async function searchMemory(
   dense?: DenseIndex,
 ): Promise<MemorySearchResponse> {
   const kinds = request.kinds ?? MemoryKind.options;
+  if (kinds.includes('message') && !request.areQueuedMessagesSkipped) {
+    await indexUserMessagesNow(pool, request.userId);
+  }
   const range = narrowRange(request, now);
   const filter = {
     userId: request.userId,

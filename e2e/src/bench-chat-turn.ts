@@ -1,13 +1,26 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { setTimeout as wait } from 'node:timers/promises';
 import { ChatResponse } from '@jarvis/contracts';
 import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
+import { z } from 'zod';
 import { startStackFixture } from './stack-fixture';
 
 // `make bench`: one chat turn through all six services with the fake LLM (which answers at
 // once, so the figure is the stack's own cost), where its time goes, and each service's resident
 // memory at idle.
+const Settings = z.object({
+  // A real Postgres with pgvector (an empty database: the services create their schemas);
+  // without it the stack runs the embedded one, as tests and `make dev` do.
+  DATABASE_URL: z.string().url().optional(),
+  // A folder where each service writes a CPU profile (.cpuprofile) when the bench ends.
+  BENCH_CPU_PROF: z.string().min(1).optional(),
+  // The user's pause between turns: 0 meets the previous turn's background work (fact
+  // extraction, its episode file) head-on; a person typing leaves it time to finish.
+  BENCH_PAUSE_MS: z.coerce.number().int().min(0).default(0),
+});
+const settings = Settings.parse(process.env);
 const TURNS = 200;
 const WARM_UP = 20;
 const RESULTS = resolve(import.meta.dirname, '../../bench-results/chat-turn.json');
@@ -95,22 +108,26 @@ function percentile(sorted: number[], p: number): number {
   return Math.round((sorted[Math.max(index, 0)] ?? Number.NaN) * 100) / 100;
 }
 
-const fixture = await startStackFixture({
-  USER_REQUESTS_PER_MINUTE: '0',
-  RATE_LIMIT_PER_MINUTE: '0',
-  CHAT_RATE_LIMIT_PER_MINUTE: '0',
-  USER_DAILY_COST_LIMIT_USD: '0',
-});
+const fixture = await startStackFixture(
+  {
+    USER_REQUESTS_PER_MINUTE: '0',
+    RATE_LIMIT_PER_MINUTE: '0',
+    CHAT_RATE_LIMIT_PER_MINUTE: '0',
+    USER_DAILY_COST_LIMIT_USD: '0',
+  },
+  { databaseUrl: settings.DATABASE_URL, cpuProfileDir: settings.BENCH_CPU_PROF },
+);
 const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
 await db.connect();
 try {
   const { apiKey } = await fixture.createUser('bench');
-  await new Promise((done) => setTimeout(done, 2_000));
+  await wait(2_000);
   const idleBefore = await measureMemory(fixture);
 
   const durations: number[] = [];
   const marks: TurnMark[] = [];
   for (let turn = 0; turn < WARM_UP + TURNS; turn++) {
+    if (settings.BENCH_PAUSE_MS > 0) await wait(settings.BENCH_PAUSE_MS);
     const started = performance.now();
     const startedAt = Date.now();
     const response = await fixture.chat(apiKey, { message: `turn ${turn}: how are you?` });
@@ -127,13 +144,14 @@ try {
       return [name, { p50: percentile(sorted, 50), p95: percentile(sorted, 95) }];
     }),
   );
-  await new Promise((done) => setTimeout(done, 2_000));
+  await wait(2_000);
   const idleAfter = await measureMemory(fixture);
 
   const sorted = [...durations].sort((a, b) => a - b);
   const result = {
     date: new Date().toISOString(),
     turns: TURNS,
+    database: settings.DATABASE_URL ? 'postgres' : 'embedded',
     chatTurnMs: {
       p50: percentile(sorted, 50),
       p95: percentile(sorted, 95),
@@ -144,7 +162,9 @@ try {
   };
   await mkdir(resolve(RESULTS, '..'), { recursive: true });
   await writeFile(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`chat turn through all services (fake LLM, ${TURNS} turns):\n`);
+  process.stdout.write(
+    `chat turn through all services (fake LLM, ${TURNS} turns, ${result.database} Postgres):\n`,
+  );
   process.stdout.write(`  p50 ${result.chatTurnMs.p50} ms, p95 ${result.chatTurnMs.p95} ms\n`);
   process.stdout.write('where it goes (ms, p50 / p95):\n');
   for (const [name, spread] of Object.entries(phasesMs)) {

@@ -46,6 +46,8 @@ const Settings = z.object({
   // A real Postgres with pgvector (an empty database: the services create their schemas);
   // without it the stack runs the embedded one, as tests and `make dev` do.
   DATABASE_URL: z.string().url().optional(),
+  // A folder where each service writes a CPU profile (.cpuprofile) when the bench ends.
+  BENCH_CPU_PROF: z.string().min(1).optional(),
 });
 const settings = Settings.parse(process.env);
 const TURNS = settings.SOAK_TURNS;
@@ -350,7 +352,7 @@ const fixture = await startStackFixture(
     CHAT_RATE_LIMIT_PER_MINUTE: '0',
     USER_DAILY_COST_LIMIT_USD: '0',
   },
-  settings.DATABASE_URL,
+  { databaseUrl: settings.DATABASE_URL, cpuProfileDir: settings.BENCH_CPU_PROF },
 );
 fixture.fake.onChat((request) => model.answer(request));
 const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });

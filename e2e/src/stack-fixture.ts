@@ -24,14 +24,18 @@ export type StackFixture = {
 // machine's NATS and Redis, and the fake LLM behind the OpenAI-compatible provider.
 export async function startStackFixture(
   extraEnv: Record<string, string> = {},
-  databaseUrl?: string,
+  options: { databaseUrl?: string | undefined; cpuProfileDir?: string | undefined } = {},
 ): Promise<StackFixture> {
   const fake = await startFakeLlm();
   const dataDir = await makeTempDir('e2e');
   const adminKey = `admin-${randomBytes(24).toString('hex')}`;
   const stack = new Stack({
     dataDir: dataDir.path,
-    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    // Each service writes its CPU profile there when it stops.
+    ...(options.cpuProfileDir
+      ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] }
+      : {}),
     env: {
       NATS_URL,
       REDIS_URL,

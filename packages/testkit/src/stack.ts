@@ -26,6 +26,8 @@ export type StackOptions = {
   ports?: Partial<Record<ServiceName | 'postgres', number>>;
   onLine?: (name: string, line: string) => void;
   readyTimeoutMs?: number;
+  // Options for every service's node (benches: `--cpu-prof`, which NODE_OPTIONS refuses).
+  nodeArgs?: string[];
 };
 
 // The six services and the embedded Postgres as separate processes, run from their TypeScript
@@ -138,7 +140,7 @@ export class Stack {
       startProcess({
         name,
         command: process.execPath,
-        args: ['--import', 'tsx', entry],
+        args: [...(this.options.nodeArgs ?? []), '--import', 'tsx', entry],
         cwd: ROOT_DIR,
         env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
         ...(onLine ? { onLine: (line: string) => onLine(name, line) } : {}),

@@ -16,12 +16,15 @@ const Settings = z.object({
   DATABASE_URL: z.string().url().optional(),
   // A folder where each service writes a CPU profile (.cpuprofile) when the bench ends.
   BENCH_CPU_PROF: z.string().min(1).optional(),
-  // The user's pause between turns: 0 meets the previous turn's background work (fact
-  // extraction, its episode file) head-on; a person typing leaves it time to finish.
+  // The user's pause before each measured turn: 0 meets the previous turn's background work
+  // (fact extraction, its episode file) head-on; a person typing leaves it time to finish, and
+  // a pause of minutes leaves every connection idle.
   BENCH_PAUSE_MS: z.coerce.number().int().min(0).default(0),
+  // Turns measured, after the warm-up's (which never pause).
+  BENCH_TURNS: z.coerce.number().int().min(1).default(200),
 });
 const settings = Settings.parse(process.env);
-const TURNS = 200;
+const TURNS = settings.BENCH_TURNS;
 const WARM_UP = 20;
 const RESULTS = resolve(import.meta.dirname, '../../bench-results/chat-turn.json');
 
@@ -127,7 +130,7 @@ try {
   const durations: number[] = [];
   const marks: TurnMark[] = [];
   for (let turn = 0; turn < WARM_UP + TURNS; turn++) {
-    if (settings.BENCH_PAUSE_MS > 0) await wait(settings.BENCH_PAUSE_MS);
+    if (turn >= WARM_UP && settings.BENCH_PAUSE_MS > 0) await wait(settings.BENCH_PAUSE_MS);
     const started = performance.now();
     const startedAt = Date.now();
     const response = await fixture.chat(apiKey, { message: `turn ${turn}: how are you?` });
@@ -151,6 +154,7 @@ try {
   const result = {
     date: new Date().toISOString(),
     turns: TURNS,
+    pauseMs: settings.BENCH_PAUSE_MS,
     database: settings.DATABASE_URL ? 'postgres' : 'embedded',
     chatTurnMs: {
       p50: percentile(sorted, 50),
@@ -163,7 +167,7 @@ try {
   await mkdir(resolve(RESULTS, '..'), { recursive: true });
   await writeFile(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(
-    `chat turn through all services (fake LLM, ${TURNS} turns, ${result.database} Postgres):\n`,
+    `chat turn through all services (fake LLM, ${TURNS} turns ${settings.BENCH_PAUSE_MS} ms apart, ${result.database} Postgres):\n`,
   );
   process.stdout.write(`  p50 ${result.chatTurnMs.p50} ms, p95 ${result.chatTurnMs.p95} ms\n`);
   process.stdout.write('where it goes (ms, p50 / p95):\n');

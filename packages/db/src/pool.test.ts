@@ -86,6 +86,35 @@ describe('withTransaction', () => {
   });
 });
 
+describe('connections of a pool at rest', () => {
+  it('keeps the warm ones open however long they sit idle, and closes the rest', async () => {
+    const pool = createPool({
+      url: database.url,
+      applicationName: 'pool-test',
+      max: 4,
+      warm: 2,
+      idleTimeoutMs: 100,
+    });
+    try {
+      const held = await Promise.all([1, 2, 3, 4].map(() => pool.connect()));
+      const pids = await Promise.all(
+        held.map(async (client) => (await client.query('SELECT pg_backend_pid() AS pid')).rows[0]),
+      );
+      for (const client of held) client.release();
+      expect(pool.totalCount).toBe(4);
+
+      await new Promise((done) => setTimeout(done, 500));
+
+      expect(pool.totalCount).toBe(2);
+      const { rows } = await pool.query('SELECT pg_backend_pid() AS pid');
+      expect(pids).toContainEqual(rows[0]);
+      expect(pool.totalCount).toBe(2);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
 describe('the embedded Postgres behind a pool', () => {
   it('hides an open transaction from the queries of other connections', async () => {
     await deleteNotes();

@@ -11,7 +11,10 @@ import {
   memoryFactsList,
   memoryFactsRemember,
   memoryFactsUpdate,
+  memoryImport,
+  memoryRecall,
   memorySearch,
+  RECALL_RELEVANT_LIMIT,
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -537,5 +540,48 @@ describe("another user's facts", () => {
 
     expect(fact).toMatchObject({ content: 'The safe code is 4711', importance: 9, validTo: null });
     expect(history).toHaveLength(1);
+  });
+});
+
+describe('memory.recall', () => {
+  it('brings a fact the user stated, however many messages share its words', async () => {
+    const userId = randomUUID();
+    // A long chat history full of other people's cats and their names.
+    await clientBus.request(memoryImport, {
+      userId,
+      conversationId: randomUUID(),
+      batchKey: 'neighbours',
+      firstIndex: 0,
+      messages: Array.from({ length: 60 }, (_, index) => ({
+        role: 'user' as const,
+        content: `The neighbours named their cat Whiskers ${index}: what a name for a cat!`,
+        createdAt: new Date(Date.UTC(2024, 0, 1 + index)).toISOString(),
+      })),
+    });
+    const fact = await remember(userId, "The user's cat is a grey tabby called Biscotti.");
+    const { message } = await clientBus.request(memoryAppend, {
+      userId,
+      role: 'user',
+      content: 'What is the name of our cat?',
+    });
+
+    const { results } = await clientBus.request(memorySearch, {
+      userId,
+      query: message.content,
+      limit: RECALL_RELEVANT_LIMIT,
+    });
+    const recall = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId: message.conversationId,
+      messageId: message.id,
+      recentLimit: 5,
+    });
+
+    // Ranked with everything else, the fact is crowded out of what a prompt has room for.
+    expect(results.map((result) => result.id)).not.toContain(fact.id);
+    expect(recall.relevant).toContainEqual(
+      expect.objectContaining({ kind: 'fact', id: fact.id, text: fact.content }),
+    );
+    expect(recall.relevant.length).toBeLessThanOrEqual(RECALL_RELEVANT_LIMIT);
   });
 });

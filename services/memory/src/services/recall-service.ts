@@ -1,5 +1,6 @@
 import { BusError } from '@jarvis/bus';
 import {
+  type MemoryKind,
   type MemoryRecallRequest,
   type MemoryRecallResponse,
   RECALL_PROFILE_LIMIT,
@@ -19,6 +20,13 @@ import { searchMemory } from './search-service';
 
 type RecallRequest = z.output<typeof MemoryRecallRequest>;
 
+// Relevant items that are facts found by a search of the user's facts alone, ahead of the
+// search of everything. A fact says in one line what a question asks, but it shares its words
+// with every message on the subject: among 100,000 messages full of other people's pets, "our
+// cat is called Biscotti" ranked below the 60th item for "What is the name of our cat?", first
+// among facts.
+const FACT_SLOTS = 3;
+
 // Shares of the budget each part may take at most; recent messages get the rest.
 const PROFILE_SHARE = 0.1;
 const RELEVANT_SHARE = 0.15;
@@ -36,25 +44,22 @@ export async function recallContext(
   const query = request.messageId
     ? await findMessageContent(pool, request.userId, request.messageId)
     : request.query;
-  const [counter, profileFacts, summaries, recent, found] = await Promise.all([
+  const search = (kinds: MemoryKind[], limit: number) =>
+    query?.trim()
+      ? searchMemory(
+          pool,
+          { userId: request.userId, query, limit, kinds, areQueuedMessagesSkipped: true },
+          now,
+          dense,
+        )
+      : Promise.resolve({ results: [] });
+  const [counter, profileFacts, summaries, recent, facts, found] = await Promise.all([
     loadTokenCounter(request.tokenizer),
     listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
     listSummaries(pool, request.userId, conversationId, RECALL_SUMMARY_LIMIT),
     listRecentMessages(pool, request.userId, conversationId, request.recentLimit),
-    query?.trim()
-      ? searchMemory(
-          pool,
-          {
-            userId: request.userId,
-            query,
-            limit: RECALL_RELEVANT_LIMIT + request.recentLimit,
-            kinds: ['message', 'fact', 'summary', 'document'],
-            areQueuedMessagesSkipped: true,
-          },
-          now,
-          dense,
-        )
-      : Promise.resolve({ results: [] }),
+    search(['fact'], FACT_SLOTS + RECALL_PROFILE_LIMIT),
+    search(['message', 'fact', 'summary', 'document'], RECALL_RELEVANT_LIMIT + request.recentLimit),
   ]);
 
   const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>
@@ -65,8 +70,9 @@ export async function recallContext(
     ...recent.map((message) => message.id),
     ...profile.items.map((fact) => fact.id),
   ]);
+  const shownFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
   const relevant = fitWithin(
-    found.results
+    [...new Map([...shownFacts, ...found.results].map((result) => [result.id, result])).values()]
       .filter((result) => !shown.has(result.id))
       .slice(0, RECALL_RELEVANT_LIMIT)
       .map(

@@ -106,10 +106,17 @@ describe('the web UI in a browser', () => {
     await expect.poll(() => page.locator('.status-text').textContent()).toBe('online');
   });
 
+  // Enter sends only once the conversation's history has loaded, as the Send button shows; a
+  // press before that is ignored (the text stays in the box), which under load made this flaky.
+  async function typeAndPressEnter(text: string) {
+    await page.getByLabel('Message', { exact: true }).fill(text);
+    await expect.poll(() => page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+    await page.keyboard.press('Enter');
+  }
+
   it('streams the reply to a message as text, with its tool steps', async () => {
     const chatResponse = page.waitForResponse((response) => response.url().endsWith('/v1/chat'));
-    await page.getByLabel('Message', { exact: true }).fill('What is my favourite colour?');
-    await page.keyboard.press('Enter');
+    await typeAndPressEnter('What is my favourite colour?');
     const isStreamed = ((await chatResponse).headers()['content-type'] ?? '').includes(
       'event-stream',
     );
@@ -135,8 +142,7 @@ describe('the web UI in a browser', () => {
   it('asks before a risky tool call, inline, and goes on once approved', async () => {
     const note = { path: NOTE, content: 'Lisbon, maybe' };
     expect((await api('PUT', '/v1/memory/files/content', note)).status).toBe(200);
-    await page.getByLabel('Message', { exact: true }).fill(`Delete ${NOTE}`);
-    await page.keyboard.press('Enter');
+    await typeAndPressEnter(`Delete ${NOTE}`);
 
     const approval = page.locator('.approval').last();
     await approval.getByRole('button', { name: 'Approve' }).waitFor({ timeout: 30_000 });

@@ -52,17 +52,17 @@ export async function indexMessages(
 }
 
 // Indexes one conversation's queued messages, in the transaction that takes them off the queue.
-// Undefined when nothing (of the user's, when given) was left to claim.
+// False when nothing (of the user's, when given) was left to claim.
 function indexQueuedConversation(
   pool: Pool,
   options: { userId: string | undefined; isWaiting: boolean },
-): Promise<number | undefined> {
+): Promise<boolean> {
   return withTransaction(pool, async (db) => {
     const claimed = await claimQueuedConversation(db, options);
-    if (!claimed) return undefined;
+    if (!claimed) return false;
     const messages = await takeQueuedMessages(db, claimed.conversationId);
     await indexMessages(db, claimed.userId, claimed.conversationId, messages);
-    return messages.length;
+    return true;
   });
 }
 
@@ -118,12 +118,9 @@ export function startMessageIndexer(
     }
     draining = (async () => {
       try {
-        while (!stopping.signal.aborted) {
-          const indexed = await indexQueuedConversation(pool, {
-            userId: undefined,
-            isWaiting: false,
-          });
-          if (indexed === undefined) break;
+        let isClaimed = true;
+        while (isClaimed && !stopping.signal.aborted) {
+          isClaimed = await indexQueuedConversation(pool, { userId: undefined, isWaiting: false });
         }
       } catch (error) {
         logger.warn({ err: error }, 'message indexing failed; trying again');

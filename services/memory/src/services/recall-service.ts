@@ -15,7 +15,7 @@ import { findConversation } from '../repositories/conversations-repository';
 import { findMessageContent, listRecentMessages } from '../repositories/messages-repository';
 import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
-import type { DenseIndex } from './dense-index';
+import { type DenseIndex, sharingQueryEmbeddings } from './dense-index';
 import { searchMemory } from './search-service';
 
 type RecallRequest = z.output<typeof MemoryRecallRequest>;
@@ -44,13 +44,14 @@ export async function recallContext(
   const query = request.messageId
     ? await findMessageContent(pool, request.userId, request.messageId)
     : request.query;
+  const queryDense = dense && sharingQueryEmbeddings(dense);
   const search = (kinds: MemoryKind[], limit: number) =>
     query?.trim()
       ? searchMemory(
           pool,
           { userId: request.userId, query, limit, kinds, areQueuedMessagesSkipped: true },
           now,
-          dense,
+          queryDense,
         )
       : Promise.resolve({ results: [] });
   const [counter, profileFacts, summaries, recent, facts, found] = await Promise.all([
@@ -70,9 +71,9 @@ export async function recallContext(
     ...recent.map((message) => message.id),
     ...profile.items.map((fact) => fact.id),
   ]);
-  const shownFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
+  const newFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
   const relevant = fitWithin(
-    [...new Map([...shownFacts, ...found.results].map((result) => [result.id, result])).values()]
+    [...new Map([...newFacts, ...found.results].map((result) => [result.id, result])).values()]
       .filter((result) => !shown.has(result.id))
       .slice(0, RECALL_RELEVANT_LIMIT)
       .map(

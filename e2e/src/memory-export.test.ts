@@ -115,7 +115,7 @@ function expectSameMemory(copy: Exported, original: Exported) {
 
 describe('export and import of a whole memory', () => {
   let first: StackFixture;
-  let fresh: StackFixture;
+  let fresh: StackFixture | undefined;
   let alice: string;
   let exported: Exported;
 
@@ -169,11 +169,10 @@ describe('export and import of a whole memory', () => {
     ).results;
 
   beforeAll(async () => {
-    // Tiny thresholds on the first install, so an imported conversation gets a summary.
-    [first, fresh] = await Promise.all([
-      startStackFixture({ SUMMARY_TRIGGER_TOKENS: '500', SUMMARY_KEEP_TOKENS: '100' }),
-      startStackFixture(),
-    ]);
+    // Tiny thresholds on the first install, so an imported conversation gets a summary. The
+    // fresh install starts in its own test: two stacks starting at once beside the other
+    // packages' tests made this hook outlast its timeout in CI.
+    first = await startStackFixture({ SUMMARY_TRIGGER_TOKENS: '500', SUMMARY_KEEP_TOKENS: '100' });
     first.fake.onChat(reply);
     alice = (await first.createUser('alice')).apiKey;
 
@@ -199,7 +198,7 @@ describe('export and import of a whole memory', () => {
         const current = await exportOf(first, alice);
         return current.records.some((record) => record.type === 'summary') || undefined;
       },
-      { timeoutMs: 30_000, what: 'the garden summary' },
+      { timeoutMs: 60_000, what: 'the garden summary' },
     );
     const remember = async (body: unknown) =>
       MemoryFactsRememberResponse.parse(
@@ -350,6 +349,7 @@ describe('export and import of a whole memory', () => {
   });
 
   it('restores the export into a fresh install', async () => {
+    fresh = await startStackFixture();
     const { apiKey } = await fresh.createUser('alice-again');
     await importInto(fresh, apiKey, exported.text);
     expectSameMemory(await exportOf(fresh, apiKey), exported);

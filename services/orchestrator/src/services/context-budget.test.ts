@@ -125,6 +125,32 @@ describe('planContextBudget', () => {
     expect(claude.toolTokens).toBe(Math.ceil(openai.toolTokens * 1.3));
   });
 
+  it('counts the tools again when their list changes in place', async () => {
+    route = [
+      {
+        provider: 'openai',
+        model: 'gpt-4.1-mini',
+        contextWindow: 1_047_576,
+        tokenizer: 'o200k_base',
+      },
+    ];
+    const tools = createMemoryTools(client, new Set());
+    const [first, ...others] = tools;
+    if (!first) throw new Error('no memory tools');
+    const all = await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC');
+    expect((await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC')).toolTokens).toBe(
+      all.toolTokens,
+    );
+    // As a refresh from tools.list does: the same array, other contents.
+    tools.splice(0, tools.length, ...others);
+    const fewer = await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC');
+    expect(fewer.toolTokens).toBeLessThan(all.toolTokens);
+    tools.push(first);
+    expect(
+      (await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC')).toolTokens,
+    ).toBeGreaterThan(fewer.toolTokens);
+  });
+
   it('falls back to the configured budget and the estimate when the gateway does not answer', async () => {
     const silent = await connectTestBus(uniqueNamespace('context-budget-silent'));
     try {

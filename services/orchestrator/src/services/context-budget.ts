@@ -72,7 +72,7 @@ export async function planContextBudget(
   const model = await expectChatModel(deps);
   const tokenizer = model?.tokenizer ?? 'estimate';
   const counter = await loadTokenCounter(tokenizer);
-  const toolTokens = counter.count(JSON.stringify(deps.tools.map((tool) => tool.definition)));
+  const toolTokens = countToolTokens(counter, tokenizer, deps.tools);
   const systemTokens = countFixedPart(counter, deps.historyLimit, now, timeZone);
   return {
     model: model && `${model.provider}/${model.model}`,
@@ -89,6 +89,32 @@ export async function planContextBudget(
     systemTokens,
     toolTokens,
   };
+}
+
+// The tool definitions' tokens, counted again only when the list or the tokenizer changes (the
+// list is refreshed in place from tools.list): every turn would otherwise serialise and count
+// some 1,500 tokens of JSON schemas that are almost always the same.
+let countedTools:
+  | { tokenizer: TokenizerFamily; definitions: unknown[]; tokens: number }
+  | undefined;
+
+function countToolTokens(
+  counter: TokenCounter,
+  tokenizer: TokenizerFamily,
+  tools: AgentTool[],
+): number {
+  const definitions = tools.map((tool) => tool.definition);
+  const known = countedTools;
+  if (
+    known?.tokenizer === tokenizer &&
+    known.definitions.length === definitions.length &&
+    known.definitions.every((definition, index) => definition === definitions[index])
+  ) {
+    return known.tokens;
+  }
+  const tokens = counter.count(JSON.stringify(definitions));
+  countedTools = { tokenizer, definitions, tokens };
+  return tokens;
 }
 
 // What the run records of its context: the model it was sized for, the budget, and the tokens

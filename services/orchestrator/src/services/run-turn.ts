@@ -207,13 +207,18 @@ async function answer(
   const result = await runAgentLoop(loop, run, {
     prompt: buildPrompt(recall, new Date(), run.timeZone),
   });
-  await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
-  // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
-  // so a conversation never shows two replies to one message.
-  return finish(deps, run, result, replyKey, [
-    ...recall.relevant.map((item) => item.id),
-    ...recall.profile.map((fact) => fact.id),
+  // The totals and the reply touch different columns and nothing waits on the totals, so the
+  // turn does not wait for one before the other. The idempotency key makes a retried turn find
+  // the reply a crashed attempt already stored, so a conversation never shows two replies to one
+  // message.
+  const [, event] = await Promise.all([
+    recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd }),
+    finish(deps, run, result, replyKey, [
+      ...recall.relevant.map((item) => item.id),
+      ...recall.profile.map((fact) => fact.id),
+    ]),
   ]);
+  return event;
 }
 
 // The run goes on from where it paused, with the user's decision on the call it paused on.
@@ -310,8 +315,11 @@ async function finish(
     });
     return { ...done, approval: approvalRequest(approval) };
   }
-  await markRunCompleted(deps.pool, run.id, completion);
-  await requestExtraction(deps, run, message.id, recalledIds);
+  // Extraction is keyed by the turn, so a retry after a crash between the two queues it once.
+  await Promise.all([
+    markRunCompleted(deps.pool, run.id, completion),
+    requestExtraction(deps, run, message.id, recalledIds),
+  ]);
   return done;
 }
 

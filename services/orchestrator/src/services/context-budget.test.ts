@@ -62,6 +62,12 @@ describe('planContextBudget', () => {
   let server: Bus;
   let client: Bus;
   let route: ModelRouteResponse['models'] = [];
+  const GPT_41_MINI = {
+    provider: 'openai',
+    model: 'gpt-4.1-mini',
+    contextWindow: 1_047_576,
+    tokenizer: 'o200k_base' as const,
+  };
 
   beforeAll(async () => {
     const namespace = uniqueNamespace('context-budget');
@@ -101,14 +107,7 @@ describe('planContextBudget', () => {
   });
 
   it('counts the same prompt larger for Claude than for OpenAI', async () => {
-    route = [
-      {
-        provider: 'openai',
-        model: 'gpt-4.1-mini',
-        contextWindow: 1_047_576,
-        tokenizer: 'o200k_base',
-      },
-    ];
+    route = [GPT_41_MINI];
     const openai = await planContextBudget(deps(client), NOW, 'UTC');
     route = [
       {
@@ -126,14 +125,7 @@ describe('planContextBudget', () => {
   });
 
   it('counts the tools again when their list changes in place', async () => {
-    route = [
-      {
-        provider: 'openai',
-        model: 'gpt-4.1-mini',
-        contextWindow: 1_047_576,
-        tokenizer: 'o200k_base',
-      },
-    ];
+    route = [GPT_41_MINI];
     const tools = createMemoryTools(client, new Set());
     const [first, ...others] = tools;
     if (!first) throw new Error('no memory tools');

@@ -91,12 +91,14 @@ export async function planContextBudget(
   };
 }
 
-// The tool definitions' tokens, counted again only when the list or the tokenizer changes (the
-// list is refreshed in place from tools.list): every turn would otherwise serialise and count
-// some 1,500 tokens of JSON schemas that are almost always the same.
-let countedTools:
-  | { tokenizer: TokenizerFamily; definitions: unknown[]; tokens: number }
-  | undefined;
+// The tool definitions' tokens, counted again only when a list's contents or the tokenizer
+// change (each list is refreshed in place from tools.list): every turn would otherwise serialise
+// and count some 1,500 tokens of JSON schemas that are almost always the same. One entry per
+// list, so the turns' and the mission tasks' lists do not evict each other.
+const countedTools = new WeakMap<
+  AgentTool[],
+  { tokenizer: TokenizerFamily; definitions: AgentTool['definition'][]; tokens: number }
+>();
 
 function countToolTokens(
   counter: TokenCounter,
@@ -104,7 +106,7 @@ function countToolTokens(
   tools: AgentTool[],
 ): number {
   const definitions = tools.map((tool) => tool.definition);
-  const known = countedTools;
+  const known = countedTools.get(tools);
   if (
     known?.tokenizer === tokenizer &&
     known.definitions.length === definitions.length &&
@@ -113,7 +115,7 @@ function countToolTokens(
     return known.tokens;
   }
   const tokens = counter.count(JSON.stringify(definitions));
-  countedTools = { tokenizer, definitions, tokens };
+  countedTools.set(tools, { tokenizer, definitions, tokens });
   return tokens;
 }
 

@@ -207,18 +207,13 @@ async function answer(
   const result = await runAgentLoop(loop, run, {
     prompt: buildPrompt(recall, new Date(), run.timeZone),
   });
-  // The totals and the reply touch different columns and nothing waits on the totals, so the
-  // turn does not wait for one before the other. The idempotency key makes a retried turn find
-  // the reply a crashed attempt already stored, so a conversation never shows two replies to one
-  // message.
-  const [, event] = await Promise.all([
-    recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd }),
-    finish(deps, run, result, replyKey, [
-      ...recall.relevant.map((item) => item.id),
-      ...recall.profile.map((fact) => fact.id),
-    ]),
+  await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
+  // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
+  // so a conversation never shows two replies to one message.
+  return finish(deps, run, result, replyKey, [
+    ...recall.relevant.map((item) => item.id),
+    ...recall.profile.map((fact) => fact.id),
   ]);
-  return event;
 }
 
 // The run goes on from where it paused, with the user's decision on the call it paused on.

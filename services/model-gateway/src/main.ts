@@ -2,9 +2,9 @@ import { Bus } from '@jarvis/bus';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
-import { Redis } from 'ioredis';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
+import { createRedis } from './redis-client';
 import { registerRouteHandlers } from './route-handlers';
 import { createRouting } from './routing/create-routing';
 import { createGenAiMetrics } from './telemetry/gen-ai';
@@ -29,7 +29,7 @@ try {
     schema: 'model_gateway',
     directory: new URL('../migrations', import.meta.url),
   });
-  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+  const redis = createRedis(env.REDIS_URL);
   redis.on('error', () => {}); // reported by the readiness check and the watchdog
   await redis.connect();
   const bus = await Bus.connect({

@@ -1,9 +1,9 @@
 import { Bus } from '@jarvis/bus';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
-import { Redis } from 'ioredis';
 import { loadEnv } from '../env';
 import { registerHandlers } from '../handlers';
 import type { Provider } from '../providers/provider';
+import { createRedis } from '../redis-client';
 import { createRouting } from '../routing/create-routing';
 import { createGenAiMetrics } from '../telemetry/gen-ai';
 import { usageLimitsFrom } from '../usage/usage-env';
@@ -35,7 +35,7 @@ const telemetry = startTelemetry({
   otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
 });
 const logger = createLogger(SERVICE, env.LOG_LEVEL);
-const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: true });
+const redis = createRedis(env.REDIS_URL);
 await redis.connect();
 const bus = await Bus.connect({
   url: env.NATS_URL,

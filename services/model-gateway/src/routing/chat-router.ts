@@ -70,7 +70,6 @@ export async function routeChat(
   io: { signal: AbortSignal; onChunk?: (chunk: ModelChatChunk) => void },
 ): Promise<ModelChatResponse> {
   const requestId = request.requestId ?? randomUUID();
-  await deps.meter.admit(request.userId, request.purpose);
   const route = deps.routes[request.purpose];
   if (route.length === 0) {
     throw new BusError(
@@ -89,7 +88,11 @@ export async function routeChat(
     redactor: undefined,
   };
   const needed = estimateTokens(job) + (request.maxTokens ?? 0);
-  const cooling = await deps.cooldown.open([...new Set(route.map((target) => target.provider))]);
+  // Both read Redis: side by side, and in one write when the cooldowns are due a refresh.
+  const [cooling] = await Promise.all([
+    deps.cooldown.open([...new Set(route.map((target) => target.provider))]),
+    deps.meter.admit(request.userId, request.purpose),
+  ]);
   const attempts: ModelChatResponse['attempts'] = [];
   let tooLong = 0;
   for (const target of route) {

@@ -5,6 +5,7 @@ import { MODEL_USAGE_STREAM } from '@jarvis/contracts';
 import { freePort, REDIS_URL, waitFor } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedis } from '../redis-client';
 import { readDayCounters } from './usage-counters';
 import type { UsageLimits } from './usage-env';
 import { createUsageMeter, type UsageMeter } from './usage-meter';
@@ -214,6 +215,29 @@ describe('record', () => {
     });
     // The repeat was published again and JetStream dropped it; the call of no user is published.
     expect(await publishedCount()).toBe(before + 3);
+  });
+
+  it('sends calls recorded together at once, ahead of the next admit, even unawaited', async () => {
+    // The service's own client, auto-pipelined: the five counts and the admit share a write.
+    const redis = createRedis(REDIS_URL);
+    await redis.connect();
+    try {
+      const meter = meterWith({ dailyTokens: 1_000 }, { redis });
+      const userId = randomUUID();
+      const before = await publishedCount();
+
+      const recorded = Array.from({ length: 5 }, () =>
+        meter.record(usageEvent({ userId, inputTokens: 200, outputTokens: 50 })),
+      );
+      const refused = await catchBusError(meter.admit(userId, 'chat'));
+
+      expect(refused.toInfo().message).toMatch(/^daily token budget used up: 1,250 of 1,000/);
+      await Promise.all(recorded);
+      expect((await today(userId)).requests).toBe(5);
+      expect(await publishedCount()).toBe(before + 5);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('does not fail the caller when Redis fails, and counts the call on a retry', async () => {

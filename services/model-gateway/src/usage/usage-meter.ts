@@ -17,10 +17,12 @@ export type UsageMeter = {
   // after the call, so calls already running when one runs out may finish past it.
   admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
   // After a call: counts it against the user's day in Redis and publishes its usage event for
-  // the rollup. The Redis count is sent at once, before the promise settles, so a later admit on
-  // the same connection sees it even when the caller does not wait. Never throws: the answer must not fail because accounting did. What does not
-  // land at once is retried in the background until it does, and logged at error if it never
-  // does (overflow, shutdown), with the whole event, so no usage is lost silently.
+  // the rollup. Calls recorded in the same turn of the event loop are sent together (one Redis
+  // write, one NATS write), and always before the next admit's check on the same connection, so
+  // that check sees them even when the caller does not wait. Never throws: the answer must not
+  // fail because accounting did. What does not land at once is retried in the background until
+  // it does, and logged at error if it never does (overflow, shutdown), with the whole event, so
+  // no usage is lost silently.
   record(event: UsageEvent): Promise<void>;
   // Tries what is still pending once more; run before the bus and Redis close.
   stop(): Promise<void>;
@@ -52,6 +54,13 @@ type Pending = {
   nextAttemptAt: number;
 };
 
+type Batch = {
+  items: Pending[];
+  done: Promise<void>;
+  settle(): void;
+  immediate: NodeJS.Immediate;
+};
+
 export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   const { redis, bus, limits, logger } = deps;
   const windowMs = deps.rateWindowMs ?? RATE_WINDOW_MS;
@@ -61,27 +70,60 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   let isStopped = false;
   // Recordings not yet landed: callers need not wait for them, stop() does.
   const inflight = new Set<Promise<void>>();
+  // Recordings not yet sent, and what settles their callers' promises once they are.
+  let batch: Batch | undefined;
 
-  async function attempt(item: Pending): Promise<void> {
-    item.attempts += 1;
+  // One try of every item, counts first, then events: issued together, Redis's auto-pipelining
+  // and NATS's per-tick flush each put a whole batch in one write, which under load costs the
+  // event loop far less than two writes per call.
+  async function attempt(items: Pending[]): Promise<void> {
+    for (const item of items) item.attempts += 1;
+    await Promise.all(items.map(count));
+    await Promise.all(items.map(publish));
+  }
+
+  async function count(item: Pending): Promise<void> {
     const { event } = item;
-    if (!item.isCounted && event.userId) {
+    if (item.isCounted || !event.userId) return;
+    try {
       const call = { ...event, userId: event.userId };
-      try {
-        await withTimeout(countUsage(redis, bus.namespace, call, new Date()), 'redis');
-        item.isCounted = true;
-      } catch (error) {
-        logger.warn({ err: error, eventId: event.id }, 'usage not counted in redis yet');
-      }
+      await withTimeout(countUsage(redis, bus.namespace, call, new Date()), 'redis');
+      item.isCounted = true;
+    } catch (error) {
+      logger.warn({ err: error, eventId: event.id }, 'usage not counted in redis yet');
     }
-    if (!item.isPublished) {
-      try {
-        await withTimeout(publishWork(bus, modelUsageRecorded, event, event.id), 'nats');
-        item.isPublished = true;
-      } catch (error) {
-        logger.warn({ err: error, eventId: event.id }, 'usage event not published yet');
-      }
+  }
+
+  async function publish(item: Pending): Promise<void> {
+    const { event } = item;
+    if (item.isPublished) return;
+    try {
+      await withTimeout(publishWork(bus, modelUsageRecorded, event, event.id), 'nats');
+      item.isPublished = true;
+    } catch (error) {
+      logger.warn({ err: error, eventId: event.id }, 'usage event not published yet');
     }
+  }
+
+  // Sends what was recorded since the last send: at the end of this turn of the event loop, or
+  // sooner when an admit needs the counts to be ahead of it.
+  function send(): void {
+    if (!batch) return;
+    const { items, settle, immediate } = batch;
+    batch = undefined;
+    clearImmediate(immediate);
+    const work = attempt(items).then(() => {
+      for (const item of items) {
+        if (isDone(item)) continue;
+        if (isStopped) logLost(item);
+        else hold(item);
+      }
+    });
+    inflight.add(work);
+    void work.finally(() => {
+      inflight.delete(work);
+      settle();
+    });
   }
 
   function isDone(item: Pending): boolean {
@@ -119,13 +161,21 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   async function retryDue(): Promise<void> {
     const now = Date.now();
     const due = pending.filter((item) => item.nextAttemptAt <= now);
+    for (const item of due) pending.splice(pending.indexOf(item), 1);
+    await attempt(due);
     for (const item of due) {
-      pending.splice(pending.indexOf(item), 1);
-      await attempt(item);
       if (isDone(item)) logger.info({ eventId: item.event.id }, 'usage recorded after retry');
       else if (isStopped) pending.push(item);
       else hold(item);
     }
+  }
+
+  function openBatch(): Batch {
+    let settle = () => {};
+    const done = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    return { items: [], settle, done, immediate: setImmediate(send) };
   }
 
   function logLost(item: Pending): void {
@@ -151,6 +201,7 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
         admitLimits.dailyCostNanos === 0 &&
         admitLimits.requestsPerWindow === 0;
       if (isUnlimited) return;
+      send();
       const now = new Date();
       let verdict: AdmitVerdict;
       try {
@@ -187,26 +238,21 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
         attempts: 0,
         nextAttemptAt: 0,
       };
-      const work = attempt(item).then(() => {
-        if (isDone(item)) return;
-        if (isStopped) logLost(item);
-        else hold(item);
-      });
-      inflight.add(work);
-      await work.finally(() => inflight.delete(work));
+      batch ??= openBatch();
+      batch.items.push(item);
+      await batch.done;
     },
 
     async stop() {
       isStopped = true;
+      send();
       await Promise.all(inflight);
       clearTimeout(timer);
       timer = undefined;
       await retrying;
       const left = pending.splice(0);
-      for (const item of left) {
-        await attempt(item);
-        if (!isDone(item)) logLost(item);
-      }
+      await attempt(left);
+      for (const item of left) if (!isDone(item)) logLost(item);
     },
   };
 }

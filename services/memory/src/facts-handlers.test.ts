@@ -389,6 +389,30 @@ describe('memory.search finds facts', () => {
     expect(await searchFacts(userId, 'when will she play the violin?')).toEqual([]);
   });
 
+  it('counts as accessed the facts it returns, not the ones it only weighed', async () => {
+    const userId = randomUUID();
+    const returned = await remember(userId, 'The violin lessons are on Wednesdays with Ms Ortega');
+    const weighed = await remember(userId, 'Bought a second-hand violin case in May');
+
+    const results = (
+      await clientBus.request(memorySearch, {
+        userId,
+        query: 'violin lessons on Wednesdays with Ms Ortega',
+        kinds: ['fact'],
+        limit: 1,
+      })
+    ).results;
+
+    expect(results.map((result) => result.id)).toEqual([returned.id]);
+    const { rows } = await db.pool.query<{ id: string; last_accessed_at: Date | null }>(
+      'SELECT id, last_accessed_at FROM memory.facts WHERE id = ANY($1::uuid[])',
+      [[returned.id, weighed.id]],
+    );
+    const accessed = new Map(rows.map((row) => [row.id, row.last_accessed_at]));
+    expect(accessed.get(returned.id)).toBeInstanceOf(Date);
+    expect(accessed.get(weighed.id)).toBeNull();
+  });
+
   it('finds the current version of an updated fact, never the old one', async () => {
     const userId = randomUUID();
     const old = await remember(userId, 'Gym membership at FitLife downtown');

@@ -221,9 +221,7 @@ async function searchFactText(
   return rows.map((row) => row.id);
 }
 
-// Valid facts only: a vector match can still name one invalidated since. What is returned
-// counts as accessed. Rows another transaction holds are left untouched rather than waited for:
-// a search must neither block on an update nor deadlock with a concurrent search.
+// Valid facts only: a vector match can still name one invalidated since.
 async function loadFacts(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<{
@@ -234,15 +232,7 @@ async function loadFacts(db: Queryable, userId: string, ids: string[]): Promise<
     importance: number;
     created_at: Date;
   }>(
-    `WITH touched AS (
-       UPDATE memory.facts SET last_accessed_at = now()
-       WHERE id IN (
-         SELECT id FROM memory.facts
-         WHERE user_id = $1 AND id = ANY($2::uuid[]) AND valid_to IS NULL
-         FOR UPDATE SKIP LOCKED
-       )
-     )
-     SELECT id, category, content, tags, importance, created_at FROM memory.facts
+    `SELECT id, category, content, tags, importance, created_at FROM memory.facts
      WHERE user_id = $1 AND id = ANY($2::uuid[]) AND valid_to IS NULL`,
     [userId, ids],
   );
@@ -258,4 +248,25 @@ async function loadFacts(db: Queryable, userId: string, ids: string[]): Promise<
   }));
 }
 
-export const factSource: SearchSource = { searchText: searchFactText, load: loadFacts };
+// The facts a search returned count as accessed; the candidates it only weighed do not (a
+// recall weighs about a hundred, and writing them all made every turn rewrite the user's facts).
+// Rows another transaction holds are left untouched rather than waited for: a search must
+// neither block on an update nor deadlock with a concurrent search.
+async function markFactsReturned(db: Queryable, userId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE memory.facts SET last_accessed_at = now()
+     WHERE id IN (
+       SELECT id FROM memory.facts
+       WHERE user_id = $1 AND id = ANY($2::uuid[]) AND valid_to IS NULL
+       FOR UPDATE SKIP LOCKED
+     )`,
+    [userId, ids],
+  );
+}
+
+export const factSource: SearchSource = {
+  searchText: searchFactText,
+  load: loadFacts,
+  markReturned: markFactsReturned,
+};

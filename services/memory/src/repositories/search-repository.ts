@@ -6,6 +6,8 @@ import type { Queryable } from '@jarvis/db';
 export type SearchSource = {
   searchText(db: Queryable, filter: TextFilter, words: string[], limit: number): Promise<string[]>;
   load(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]>;
+  // For kinds that keep track of use: the items a search returned.
+  markReturned?(db: Queryable, userId: string, ids: string[]): Promise<void>;
 };
 
 export type TextFilter = {

@@ -186,6 +186,18 @@ export async function searchMemory(
     })
     .sort((a, b) => b.score - a.score)
     .slice(0, request.limit);
+  await Promise.all(
+    sources.map(({ kind, source }) => {
+      const returned = results.filter(({ item }) => item.kind === kind);
+      return returned.length > 0
+        ? source.markReturned?.(
+            pool,
+            request.userId,
+            returned.map(({ item }) => item.id),
+          )
+        : undefined;
+    }),
+  );
   return {
     results: results.map(({ item, score }) => ({
       kind: item.kind,

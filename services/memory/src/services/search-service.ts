@@ -187,16 +187,13 @@ export async function searchMemory(
     .sort((a, b) => b.score - a.score)
     .slice(0, request.limit);
   await Promise.all(
-    sources.map(({ kind, source }) => {
-      const returned = results.filter(({ item }) => item.kind === kind);
-      return returned.length > 0
-        ? source.markReturned?.(
-            pool,
-            request.userId,
-            returned.map(({ item }) => item.id),
-          )
-        : undefined;
-    }),
+    sources.map(({ kind, source }) =>
+      source.markReturned?.(
+        pool,
+        request.userId,
+        results.flatMap(({ item }) => (item.kind === kind ? [item.id] : [])),
+      ),
+    ),
   );
   return {
     results: results.map(({ item, score }) => ({

@@ -653,9 +653,9 @@ request validation, budget admission (a Redis script: the daily token and cost b
 per-minute rate window; skipped without a user id), the provider cooldown check (Redis MGET),
 redaction of the prompt, the GenAI span and metrics, and the reply's validation. Usage recording
 (a Redis script per call and a JetStream publish, sent together for the calls of one turn of the
-event loop) runs after the reply, but on the same event loop, so its cost shows in the others'. Not included: the provider call itself (the provider's
-time); the usage rollup into Postgres (a JetStream consumer off the request path, not run here);
-the health and metrics HTTP server.
+event loop) runs after the reply, but on the same event loop, so its cost shows in the others'.
+Not included: the provider call itself (the provider's time); the usage rollup into Postgres (a
+JetStream consumer off the request path, not run here); the health and metrics HTTP server.
 
 Settings in effect: ${report.settings}.
 

@@ -347,6 +347,24 @@ describe('memory.search', () => {
     );
   });
 
+  it('reads full-text indexes that keep no pending list', async () => {
+    const { rows } = await memory.db.pool.query<{ name: string; options: string[] | null }>(
+      `SELECT c.relname AS name, c.reloptions AS options
+       FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE a.amname = 'gin' AND n.nspname = 'memory'`,
+    );
+
+    expect(rows.map((row) => row.name).sort()).toEqual([
+      'document_chunks_search',
+      'facts_search',
+      'files_search',
+      'messages_search',
+      'summaries_search',
+    ]);
+    for (const row of rows) expect(row.options ?? [], row.name).toContain('fastupdate=off');
+  });
+
   it.each([
     ['an empty query', { query: '' }, 'query'],
     ['a query of spaces', { query: '   ' }, 'query'],

@@ -228,7 +228,7 @@ async function workOnTask(
   const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: task.userId, attempt });
   const recallStarted = new Date();
   const memories = await recallFor(deps, task.userId, `${task.title}. ${task.brief}`);
-  await recorder.record({
+  recorder.record({
     kind: 'recall',
     name: 'memory.search',
     status: 'ok',
@@ -259,6 +259,7 @@ async function workOnTask(
       },
       { prompt: taskPrompt(mission, task, tasks, memories, tools.length > 0) },
     );
+    await recorder.flush();
     await markRunCompleted(deps.pool, run.id, {
       replyMessageId: null,
       replyContent: result.content,
@@ -286,6 +287,8 @@ async function workOnTask(
       await setTaskStatus(deps.pool, task.id, 'completed', { result: result.content });
     }
   } catch (error) {
+    // The steps that led here are stored whatever happens next (see run-turn.ts).
+    await recorder.flush().catch(() => {});
     if (!(error instanceof ModelFailure) && deliveryCount < deps.maxDeliver) throw error;
     const info = describeFailure(error);
     await markRunFailed(deps.pool, run.id, info);

@@ -94,15 +94,35 @@ export class TurnCancelled extends Error {
   }
 }
 
-export type StepRecorder = { record(step: NewStep): Promise<void>; count(): number };
+export type StepRecorder = {
+  // Stores a step beside the run's next move rather than before it: a turn would otherwise wait
+  // for a write after its recall and after each model call.
+  record(step: NewStep): void;
+  // Waits until every step recorded so far is stored; throws the first that could not be.
+  // Before a run is marked finished, so a finished run always shows all its steps.
+  flush(): Promise<void>;
+  count(): number;
+};
 
 // Steps are numbered in the order they happen within one attempt of the run.
 export function createStepRecorder(pool: Pool, target: StepTarget): StepRecorder {
   let seq = 0;
+  let pending: Promise<void>[] = [];
+  let failure: unknown;
   return {
-    async record(step) {
+    record(step) {
       seq += 1;
-      await insertStep(pool, target, seq, step);
+      pending.push(
+        insertStep(pool, target, seq, step).catch((error: unknown) => {
+          failure ??= error;
+        }),
+      );
+    },
+    async flush() {
+      const writes = pending;
+      pending = [];
+      await Promise.all(writes);
+      if (failure !== undefined) throw failure;
     },
     count: () => seq,
   };
@@ -160,7 +180,7 @@ export async function runAgentLoop(
 
   for (;;) {
     while (state.pending.length > 0) {
-      await stopIfCancelled(deps);
+      stopIfCancelled(deps);
       const call = state.pending[0] as ToolCall;
       const decided = decision?.toolCallId === call.id ? decision.status : undefined;
       if (byName.get(call.name)?.risk === 'risky' && decided === undefined) {
@@ -171,7 +191,7 @@ export async function runAgentLoop(
       const seen = (state.calls[key] ?? 0) + 1;
       state.calls[key] = seen;
       if (seen > 2) {
-        await tripped(deps, 'repeated_call', { tool: call.name });
+        tripped(deps, 'repeated_call', { tool: call.name });
         return stop(
           'repeated_call',
           `I stopped because I kept repeating the same ${call.name} call without getting further.`,
@@ -195,7 +215,7 @@ export async function runAgentLoop(
     }
 
     if (state.steps >= settings.maxSteps) {
-      await tripped(deps, 'max_steps', { limit: settings.maxSteps });
+      tripped(deps, 'max_steps', { limit: settings.maxSteps });
       return stop(
         'max_steps',
         `I stopped after ${settings.maxSteps} steps without finishing (that is the limit for one message). Ask me to go on if you want more.`,
@@ -203,7 +223,7 @@ export async function runAgentLoop(
     }
     const remaining = deadline - Date.now();
     if (remaining < 1_000) {
-      await tripped(deps, 'deadline', { limitMs: settings.turnDeadlineMs });
+      tripped(deps, 'deadline', { limitMs: settings.turnDeadlineMs });
       return stop(
         'deadline',
         `I ran out of time for this message (the limit is ${Math.round(settings.turnDeadlineMs / 1_000)} s) before finishing.`,
@@ -211,10 +231,10 @@ export async function runAgentLoop(
     }
     const exhausted = await deps.budget?.exhausted();
     if (exhausted) {
-      await tripped(deps, 'budget', { reason: exhausted });
+      tripped(deps, 'budget', { reason: exhausted });
       return stop('budget', exhausted);
     }
-    await stopIfCancelled(deps);
+    stopIfCancelled(deps);
     state.steps += 1;
     const answer = await callModel(deps, run, state.messages, definitions, remaining);
     await deps.budget?.charge(answer);
@@ -224,7 +244,7 @@ export async function runAgentLoop(
     state.last = { content: answer.content, provider: answer.provider, model: answer.model };
     if (answer.toolCalls.length === 0) return result(answer.content);
     if (state.usage.outputTokens >= settings.turnOutputTokenCap) {
-      await tripped(deps, 'output_tokens', { limit: settings.turnOutputTokenCap });
+      tripped(deps, 'output_tokens', { limit: settings.turnOutputTokenCap });
       return stop(
         'output_tokens',
         `I stopped because this answer reached the limit of ${settings.turnOutputTokenCap} output tokens for one message.`,
@@ -281,7 +301,7 @@ async function callModel(
         )
       : await deps.bus.request(modelChat, request, { timeoutMs });
   } catch (error) {
-    await deps.recorder.record({
+    deps.recorder.record({
       kind: 'model',
       name: 'chat',
       status: 'error',
@@ -290,12 +310,12 @@ async function callModel(
       startedAt,
       durationMs: Date.now() - startedAt.getTime(),
     });
-    await stopIfCancelled(deps);
+    stopIfCancelled(deps);
     throw new ModelFailure(error);
   } finally {
     deps.signal?.removeEventListener('abort', cancel);
   }
-  await deps.recorder.record({
+  deps.recorder.record({
     kind: 'model',
     name: `${response.provider}/${response.model}`,
     status: 'ok',
@@ -353,7 +373,7 @@ async function callTool(
     content = JSON.stringify({ error: `${prefix}: ${error}` });
   }
   const durationMs = Date.now() - startedAt.getTime();
-  await deps.recorder.record({
+  deps.recorder.record({
     kind: 'tool',
     name: call.name,
     status: error === undefined ? 'ok' : 'error',
@@ -375,14 +395,14 @@ async function callTool(
   return content;
 }
 
-async function stopIfCancelled(deps: LoopDeps): Promise<void> {
+function stopIfCancelled(deps: LoopDeps): void {
   if (!deps.signal?.aborted) return;
-  await tripped(deps, 'cancelled', {});
+  tripped(deps, 'cancelled', {});
   throw new TurnCancelled();
 }
 
-async function tripped(deps: LoopDeps, name: string, output: Record<string, unknown>) {
-  await deps.recorder.record({
+function tripped(deps: LoopDeps, name: string, output: Record<string, unknown>): void {
+  deps.recorder.record({
     kind: 'guardrail',
     name,
     status: 'error',

@@ -64,12 +64,14 @@ export function computeTokenBudget(parts: {
   return Math.max(MIN_TOKEN_BUDGET, Math.min(parts.contextTokenBudget, room));
 }
 
+// `expected`: the answer of expectChatModel, when the turn asked for it earlier.
 export async function planContextBudget(
   deps: BudgetDeps,
   now: Date,
   timeZone: string,
+  expected: Promise<RoutedModel | undefined> = expectChatModel(deps),
 ): Promise<ContextBudget> {
-  const model = await expectChatModel(deps);
+  const model = await expected;
   const tokenizer = model?.tokenizer ?? 'estimate';
   const counter = await loadTokenCounter(tokenizer);
   const toolTokens = countToolTokens(counter, tokenizer, deps.tools);
@@ -150,7 +152,9 @@ export function describeContext(
 }
 
 // The first chat model not cooling down is the one a call tries first.
-async function expectChatModel(deps: BudgetDeps): Promise<RoutedModel | undefined> {
+export async function expectChatModel(
+  deps: Pick<BudgetDeps, 'bus' | 'logger'>,
+): Promise<RoutedModel | undefined> {
   try {
     const { models } = await deps.bus.request(
       modelRoute,

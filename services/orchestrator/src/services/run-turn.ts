@@ -41,11 +41,12 @@ import {
   LoopStateSchema,
   ModelFailure,
   runAgentLoop,
+  type StepRecorder,
   TurnCancelled,
 } from './agent-loop';
 import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
-import { describeContext, planContextBudget } from './context-budget';
+import { describeContext, expectChatModel, planContextBudget } from './context-budget';
 import { publishUserEvent } from './user-events';
 
 export type TurnDeps = {
@@ -77,6 +78,11 @@ export async function runTurn(
   turn: TurnRequested,
   deliveryCount: number,
 ): Promise<Outcome> {
+  // Which model will answer is asked at once, beside loading and starting the run: the answer
+  // is there when the turn sizes its context. A turn that ends early, or resumes (its context
+  // is in its saved state), never reads it.
+  const expected = expectChatModel(deps);
+  expected.catch(() => {});
   const run = await findRunByTurn(deps.pool, turn.userId, turn.turnId);
   if (!run) {
     deps.logger.error({ turnId: turn.turnId }, 'turn has no run; dropping');
@@ -127,6 +133,7 @@ export async function runTurn(
   );
   let cancellation: TurnCancellation | undefined;
   let attempt: number | undefined;
+  let recorder: StepRecorder | undefined;
   try {
     // Attempts that died with their process (a crash each time) end here, before another.
     if (await isOutOfAttempts(deps, run, run.attempts)) {
@@ -135,10 +142,11 @@ export async function runTurn(
     cancellation = await deps.cancellations.watch(run.turnId);
     attempt = await markRunStarted(deps.pool, run.id);
     const loop = loopDeps(deps, attempt, run, cancellation.signal, turn.stream === true);
+    recorder = loop.recorder;
     const event =
       approval && canResume
         ? await resume(deps, loop, run, approval, replyKey)
-        : await answer(deps, loop, run, replyKey);
+        : await answer(deps, loop, run, replyKey, expected);
     announce(deps.bus, event);
     return { type: 'ack' };
   } catch (error) {
@@ -151,6 +159,9 @@ export async function runTurn(
       error instanceof TurnCancelled ||
       (await isOutOfAttempts(deps, run, attempt ?? run.attempts));
     deps.logger.warn({ turnId: run.turnId, err: error, isFinal }, 'turn failed');
+    // The steps that led here are stored whatever happens next; one that cannot be is no
+    // reason to keep the failure from being told.
+    await recorder?.flush().catch(() => {});
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
     await markRunFailed(deps.pool, run.id, info);
     await storeFailureNote(deps, run, info, replyKey);
@@ -181,9 +192,10 @@ async function answer(
   loop: LoopDeps,
   run: Run,
   replyKey: string,
+  expected: ReturnType<typeof expectChatModel>,
 ): Promise<TurnEvent> {
   const recallStarted = new Date();
-  const budget = await planContextBudget(deps, recallStarted, run.timeZone);
+  const budget = await planContextBudget(deps, recallStarted, run.timeZone, expected);
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,
@@ -193,7 +205,7 @@ async function answer(
     recentLimit: deps.historyLimit,
   });
   const context = describeContext(budget, recall, run.userMessageId);
-  await loop.recorder.record({
+  loop.recorder.record({
     kind: 'recall',
     name: 'memory.recall',
     status: 'ok',
@@ -207,10 +219,9 @@ async function answer(
   const result = await runAgentLoop(loop, run, {
     prompt: buildPrompt(recall, new Date(), run.timeZone),
   });
-  await recordRunTotals(deps.pool, run.id, { context, costUsd: result.costUsd });
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
   // so a conversation never shows two replies to one message.
-  return finish(deps, run, result, replyKey, [
+  return finish(deps, loop, run, result, replyKey, { context, costUsd: result.costUsd }, [
     ...recall.relevant.map((item) => item.id),
     ...recall.profile.map((fact) => fact.id),
   ]);
@@ -233,8 +244,7 @@ async function resume(
       status: approval.status === 'pending' ? 'expired' : approval.status,
     },
   });
-  await recordRunTotals(deps.pool, run.id, { costUsd: result.costUsd });
-  return finish(deps, run, result, replyKey, []);
+  return finish(deps, loop, run, result, replyKey, { costUsd: result.costUsd }, []);
 }
 
 function loopDeps(
@@ -255,21 +265,26 @@ function loopDeps(
   };
 }
 
-// Stores the reply; then the run is complete, or paused on an approval the reply asks for.
+// Stores the reply, the run's steps and totals; then the run is complete, or paused on an
+// approval the reply asks for.
 async function finish(
   deps: TurnDeps,
+  loop: LoopDeps,
   run: Run,
   result: LoopResult,
   replyKey: string,
+  totals: Parameters<typeof recordRunTotals>[2],
   recalledIds: string[],
 ): Promise<TurnEvent> {
-  const { message } = await deps.bus.request(memoryAppend, {
+  const append = deps.bus.request(memoryAppend, {
     userId: run.userId,
     conversationId: run.conversationId,
     role: 'assistant',
     content: result.content,
     idempotencyKey: replyKey,
   });
+  await settleAll([append, loop.recorder.flush(), recordRunTotals(deps.pool, run.id, totals)]);
+  const { message } = await append;
   const completion = {
     replyMessageId: message.id,
     replyContent: message.content,
@@ -353,6 +368,14 @@ async function requestExtraction(
   } catch (error) {
     deps.logger.warn({ err: error, turnId: run.turnId }, 'could not queue fact extraction');
   }
+}
+
+// Promise.all, but it waits for every write to end before it throws the first failure: the
+// failure path stores a note under the reply's key, which must not race the reply itself.
+async function settleAll(writes: Promise<unknown>[]): Promise<void> {
+  const outcomes = await Promise.allSettled(writes);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 function announce(bus: Bus, event: TurnEvent): void {

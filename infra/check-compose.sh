@@ -163,6 +163,24 @@ elif what == "limits":
     if not errors:
         print(f"{cpus:g} CPUs, {mem / 1024 ** 3:.2f} GiB")
 
+elif what == "postgres-memory":
+    svc = services.get("postgres", {})
+    command = svc.get("command") or []
+    if isinstance(command, str):
+        command = command.split()
+    settings = dict(c.split("=", 1) for c in command if "=" in c)
+    if "shared_buffers" not in settings:
+        errors.append("postgres: no shared_buffers in its command (the default 128 MB is smaller than the HNSW index)")
+    else:
+        buffers = size(settings["shared_buffers"])
+        if buffers < 256 * 1024 ** 2:
+            errors.append(f"postgres: shared_buffers {settings['shared_buffers']} < 256 MB")
+        lim = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
+        if "memory" in lim and buffers > size(lim["memory"]) / 2:
+            errors.append(f"postgres: shared_buffers {settings['shared_buffers']} > half its memory limit {lim['memory']}")
+        if not errors:
+            print(f"shared_buffers {settings['shared_buffers']}")
+
 elif what == "prod-routing":
     labels = services.get("gateway", {}).get("labels") or {}
     if isinstance(labels, list):
@@ -220,6 +238,8 @@ check "depends_on waits for service_healthy: nats; postgres; redis; ollama (not 
 check "local: only traefik publishes ports, exactly 80 and 443" assert ports "$tmp/local.yaml"
 check "prod: only traefik publishes ports, exactly 80 and 443" assert ports "$tmp/prod.yaml"
 check "prod: every service has cpu+memory limits, total within 8 vCPU / 16 GiB" assert limits "$tmp/prod.yaml"
+check "postgres: shared_buffers of at least 256 MB (local)" assert postgres-memory "$tmp/local.yaml"
+check "prod: postgres shared_buffers within half its memory limit" assert postgres-memory "$tmp/prod.yaml"
 check "prod: Let's Encrypt router on Host(JARVIS_DOMAIN); .env.prod reaches the services but tools" assert prod-routing "$tmp/prod.yaml"
 check "Dockerfiles: six, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
 

@@ -27,6 +27,8 @@ async function newRun(): Promise<{ id: string; userId: string }> {
     userId,
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
+    traceId: undefined,
+    timeZone: undefined,
   });
   return { id: run.id, userId };
 }

@@ -50,6 +50,19 @@ describe('buildPrompt', () => {
     );
   });
 
+  it('gives each time zone its own time, however many zones came before', () => {
+    const zones = Intl.supportedValuesOf('timeZone');
+    for (const zone of zones.slice(0, 100)) buildPrompt(recalled([]), NOW, zone);
+
+    expect(buildPrompt(recalled([]), NOW, 'Asia/Kolkata')[0]?.content).toContain(
+      'Sunday, 1 June 2025 at 18:04 (Asia/Kolkata, GMT+05:30).',
+    );
+    expect(buildPrompt(recalled([]), NOW, 'America/New_York')[0]?.content).toContain(
+      'Sunday, 1 June 2025 at 08:34 (America/New_York, GMT-04:00).',
+    );
+    expect(buildPrompt(recalled([]), NOW, 'Asia/Kolkata')[0]?.content).toContain('18:04');
+  });
+
   it('keeps the user and assistant messages in their order, after the system message', () => {
     const prompt = buildPrompt(
       recalled([

@@ -44,15 +44,29 @@ export function buildPrompt(
 
 // "Sunday, 1 June 2025 at 14:34 (Europe/Oslo, GMT+02:00)": the user's own day and hour, which
 // "today" and "this evening" in their messages mean.
+// Building an Intl.DateTimeFormat costs about a quarter of a millisecond, and every turn
+// describes its time twice (sizing the prompt, then writing it): the two formatters of each time
+// zone are built once. Names are validated IANA zones, but their case varies ("europe/oslo"), so
+// the cache is bounded.
+const FORMATTERS_MAX = 64;
+const formatters = new Map<string, { local: Intl.DateTimeFormat; offset: Intl.DateTimeFormat }>();
+
+function formattersFor(timeZone: string) {
+  let found = formatters.get(timeZone);
+  if (!found) {
+    if (formatters.size >= FORMATTERS_MAX) formatters.clear();
+    found = {
+      local: new Intl.DateTimeFormat('en-GB', { timeZone, dateStyle: 'full', timeStyle: 'short' }),
+      offset: new Intl.DateTimeFormat('en-GB', { timeZone, timeZoneName: 'longOffset' }),
+    };
+    formatters.set(timeZone, found);
+  }
+  return found;
+}
+
 export function describeNow(now: Date, timeZone: string): string {
-  const local = new Intl.DateTimeFormat('en-GB', {
-    timeZone,
-    dateStyle: 'full',
-    timeStyle: 'short',
-  }).format(now);
-  const offset =
-    new Intl.DateTimeFormat('en-GB', { timeZone, timeZoneName: 'longOffset' })
-      .formatToParts(now)
-      .find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
-  return `${local} (${timeZone}, ${offset})`;
+  const { local, offset } = formattersFor(timeZone);
+  const zoneName =
+    offset.formatToParts(now).find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
+  return `${local.format(now)} (${timeZone}, ${zoneName})`;
 }

@@ -10,6 +10,7 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { loadTokenCounter } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indexUserMessagesNow } from './services/index-messages';
 import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
 let memory: MemoryHarness;
@@ -165,6 +166,9 @@ describe('memory.recall', () => {
     const { message } = await append(userId, note(0));
     const conversationId = message.conversationId;
     for (let index = 1; index < 30; index += 1) await append(userId, note(index), conversationId);
+    // A turn's recall leaves out what is still queued for indexing (its prompt shows the newest
+    // messages anyway); these notes are to be found.
+    await indexUserMessagesNow(db.pool, userId);
     const o200k = await loadTokenCounter('o200k_base');
     const sumOf = (texts: string[]) => texts.reduce((sum, text) => sum + o200k.count(text), 0);
 

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { PoolClient, Queryable } from '@jarvis/db';
 
 export async function findConversation(
@@ -11,19 +10,6 @@ export async function findConversation(
     [conversationId, userId],
   );
   return rows[0]?.id;
-}
-
-// The user's single persistent conversation, created on first use. Two first messages racing
-// each other both end up in the same row thanks to the partial unique index.
-export async function ensureDefaultConversation(db: PoolClient, userId: string): Promise<string> {
-  await db.query(
-    `INSERT INTO memory.conversations (id, user_id, is_default) VALUES ($1, $2, true)
-     ON CONFLICT (user_id) WHERE is_default DO NOTHING`,
-    [randomUUID(), userId],
-  );
-  const id = await findDefaultConversation(db, userId);
-  if (!id) throw new Error('default conversation vanished after insert');
-  return id;
 }
 
 // The conversation with this id, created for the user if no one has it yet. Undefined when it

@@ -4,17 +4,6 @@ import type { IndexedMessage } from './messages-repository';
 // Messages a drain takes at most per transaction; the rest go in the next one.
 const DRAIN_BATCH = 500;
 
-export async function queueMessageIndex(
-  db: Queryable,
-  message: { id: string; userId: string; conversationId: string },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO memory.message_index_queue (message_id, user_id, conversation_id)
-     VALUES ($1, $2, $3) ON CONFLICT (message_id) DO NOTHING`,
-    [message.id, message.userId, message.conversationId],
-  );
-}
-
 export async function hasQueuedMessages(db: Queryable, userId: string): Promise<boolean> {
   const { rows } = await db.query(
     'SELECT 1 FROM memory.message_index_queue WHERE user_id = $1 LIMIT 1',

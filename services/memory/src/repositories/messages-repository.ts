@@ -22,46 +22,83 @@ function toMessage(row: MessageRow): StoredMessage {
   };
 }
 
-export type NewMessage = {
+export type AppendedMessage = {
   userId: string;
-  conversationId: string;
+  // The user's default conversation when undefined: created with their first message.
+  conversationId: string | undefined;
   role: MessageRole;
   content: string;
   metadata: Record<string, unknown>;
   idempotencyKey: string | undefined;
 };
 
-// Inserts the message, or returns the one already stored under the same idempotency key.
-export async function insertMessage(
-  db: PoolClient,
-  message: NewMessage,
-): Promise<{ message: StoredMessage; isDuplicate: boolean }> {
-  const inserted = await db.query<MessageRow>(
-    `INSERT INTO memory.messages
-       (id, user_id, conversation_id, role, content, metadata, idempotency_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-     RETURNING ${COLUMNS}`,
+export type AppendOutcome =
+  | { type: 'stored'; message: StoredMessage }
+  // A message with this idempotency key is already in the conversation.
+  | { type: 'duplicate'; message: StoredMessage }
+  // The conversation is not the user's (or not there); for the default conversation, another
+  // statement created it while this one ran (see appendMessage).
+  | { type: 'no_conversation' };
+
+// Stores the message and queues it for indexing (index-messages.ts) in one statement: it is
+// never stored unsearchable, and atomic without a transaction. A turn appends two messages on its
+// path, and the five round trips of a transaction took 3-4 ms of each. The default conversation
+// is created on first use; two first messages racing each other end up in the same row thanks to
+// its partial unique index.
+export async function appendQueuedMessage(
+  db: Queryable,
+  message: AppendedMessage,
+): Promise<AppendOutcome> {
+  // The stored message's columns are all null when nothing was stored (the LEFT JOIN below).
+  const { rows } = await db.query<
+    { found_conversation_id: string | null } & (MessageRow | { [K in keyof MessageRow]: null })
+  >(
+    `WITH made AS (
+       INSERT INTO memory.conversations (id, user_id, is_default)
+       SELECT $1, $2, true WHERE $3::uuid IS NULL
+       ON CONFLICT (user_id) WHERE is_default DO NOTHING
+       RETURNING id
+     ), conversation AS (
+       SELECT id FROM made
+       UNION ALL
+       SELECT id FROM memory.conversations
+       WHERE user_id = $2 AND (CASE WHEN $3::uuid IS NULL THEN is_default ELSE id = $3 END)
+       LIMIT 1
+     ), stored AS (
+       INSERT INTO memory.messages
+         (id, user_id, conversation_id, role, content, metadata, idempotency_key)
+       SELECT $4, $2, conversation.id, $5, $6, $7, $8 FROM conversation
+       ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING ${COLUMNS}
+     ), queued AS (
+       INSERT INTO memory.message_index_queue (message_id, user_id, conversation_id)
+       SELECT id, $2, conversation_id FROM stored
+     )
+     SELECT (SELECT id FROM conversation) AS found_conversation_id, stored.*
+     FROM (SELECT 1) AS one LEFT JOIN stored ON true`,
     [
       randomUUID(),
       message.userId,
-      message.conversationId,
+      message.conversationId ?? null,
+      randomUUID(),
       message.role,
       message.content,
       JSON.stringify(message.metadata),
       message.idempotencyKey ?? null,
     ],
   );
-  const row = inserted.rows[0];
-  if (row) return { message: toMessage(row), isDuplicate: false };
+  const row = rows[0];
+  const conversationId = row?.found_conversation_id;
+  if (!row || !conversationId) return { type: 'no_conversation' };
+  if (row.id !== null) return { type: 'stored', message: toMessage(row) };
   const existing = await db.query<MessageRow>(
     `SELECT ${COLUMNS} FROM memory.messages
      WHERE conversation_id = $1 AND idempotency_key = $2 AND user_id = $3`,
-    [message.conversationId, message.idempotencyKey, message.userId],
+    [conversationId, message.idempotencyKey, message.userId],
   );
   const duplicate = existing.rows[0];
   if (!duplicate) throw new Error('idempotent insert found neither a new nor an existing row');
-  return { message: toMessage(duplicate), isDuplicate: true };
+  return { type: 'duplicate', message: toMessage(duplicate) };
 }
 
 // The latest `limit` messages of a conversation that no summary covers yet, oldest first: what a

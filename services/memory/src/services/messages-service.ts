@@ -6,44 +6,31 @@ import type {
   MemoryImportResponse,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import {
-  ensureConversation,
-  ensureDefaultConversation,
-  findConversation,
-} from '../repositories/conversations-repository';
-import { queueMessageIndex } from '../repositories/index-queue-repository';
-import { insertMessage, insertMessagesInOrder } from '../repositories/messages-repository';
+import { ensureConversation } from '../repositories/conversations-repository';
+import { appendQueuedMessage, insertMessagesInOrder } from '../repositories/messages-repository';
 import { indexMessages } from './index-messages';
 
 export async function appendMessage(
   pool: Pool,
   request: MemoryAppendRequest,
 ): Promise<MemoryAppendResponse> {
-  return withTransaction(pool, async (db) => {
-    const conversationId = request.conversationId
-      ? await findConversation(db, request.userId, request.conversationId)
-      : await ensureDefaultConversation(db, request.userId);
-    // Someone else's conversation answers exactly like a missing one.
-    if (!conversationId) throw new BusError('not_found', 'conversation not found');
-    const stored = await insertMessage(db, {
-      userId: request.userId,
-      conversationId,
-      role: request.role,
-      content: request.content,
-      metadata: request.metadata ?? {},
-      idempotencyKey: request.idempotencyKey,
-    });
-    // Indexed off the caller's path (index-messages.ts); queued in this transaction, so a
-    // stored message is never left unsearchable.
-    if (!stored.isDuplicate) {
-      await queueMessageIndex(db, {
-        id: stored.message.id,
-        userId: request.userId,
-        conversationId,
-      });
-    }
-    return stored;
-  });
+  const message = {
+    userId: request.userId,
+    conversationId: request.conversationId,
+    role: request.role,
+    content: request.content,
+    metadata: request.metadata ?? {},
+    idempotencyKey: request.idempotencyKey,
+  };
+  let outcome = await appendQueuedMessage(pool, message);
+  // A user's first two messages at once: the statement that lost the race to create the default
+  // conversation could not see it; the next statement does.
+  if (outcome.type === 'no_conversation' && !request.conversationId) {
+    outcome = await appendQueuedMessage(pool, message);
+  }
+  // Someone else's conversation answers exactly like a missing one.
+  if (outcome.type === 'no_conversation') throw new BusError('not_found', 'conversation not found');
+  return { message: outcome.message, isDuplicate: outcome.type === 'duplicate' };
 }
 
 // Stores a past conversation's messages in order without running any turn. The conversation is

@@ -38,12 +38,13 @@ export async function recallContext(
   now = new Date(),
   dense?: DenseIndex,
 ): Promise<MemoryRecallResponse> {
-  const conversationId = await findConversation(pool, request.userId, request.conversationId);
+  // Side by side: the message is looked up by its user, so nothing of another's comes back.
+  const [conversationId, query] = await Promise.all([
+    findConversation(pool, request.userId, request.conversationId),
+    request.messageId ? findMessageContent(pool, request.userId, request.messageId) : request.query,
+  ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const budget = request.tokenBudget;
-  const query = request.messageId
-    ? await findMessageContent(pool, request.userId, request.messageId)
-    : request.query;
   const queryDense = dense && sharingQueryEmbeddings(dense);
   const search = (kinds: MemoryKind[], limit: number) =>
     query?.trim()

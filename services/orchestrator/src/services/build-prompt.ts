@@ -42,8 +42,6 @@ export function buildPrompt(
   return [{ role: 'system', content: sections.join('\n\n') }, ...history];
 }
 
-// "Sunday, 1 June 2025 at 14:34 (Europe/Oslo, GMT+02:00)": the user's own day and hour, which
-// "today" and "this evening" in their messages mean.
 // Building an Intl.DateTimeFormat costs about a quarter of a millisecond, and every turn
 // describes its time twice (sizing the prompt, then writing it): the two formatters of each time
 // zone are built once. Names are validated IANA zones, but their case varies ("europe/oslo"), so
@@ -64,6 +62,8 @@ function formattersFor(timeZone: string) {
   return found;
 }
 
+// "Sunday, 1 June 2025 at 14:34 (Europe/Oslo, GMT+02:00)": the user's own day and hour, which
+// "today" and "this evening" in their messages mean.
 export function describeNow(now: Date, timeZone: string): string {
   const { local, offset } = formattersFor(timeZone);
   const zoneName =

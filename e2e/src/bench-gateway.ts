@@ -6,14 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CreateApiKeyResponse } from '@jarvis/contracts';
 import {
-  freePort,
   type ManagedProcess,
   NATS_URL,
   REDIS_URL,
   SERVICE_NAMES,
   startProcess,
   uniqueNamespace,
-  waitFor,
+  waitUntilReady,
 } from '@jarvis/testkit';
 import autocannon from 'autocannon';
 import { type StackFixture, startStackFixture } from './stack-fixture';
@@ -309,24 +308,14 @@ async function startReplica(
   name: string,
   env: Record<string, string>,
 ): Promise<{ process: ManagedProcess; url: string }> {
-  const port = await freePort();
   const managed = startProcess({
     name,
     command: process.execPath,
     args: ['--import', 'tsx', 'services/gateway/src/main.ts'],
     cwd: ROOT_DIR,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, GATEWAY_PORT: String(port) },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, GATEWAY_PORT: '0' },
   });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      if (managed.child.exitCode !== null) {
-        throw new Error(`${name} exited with ${managed.child.exitCode}:\n${managed.output()}`);
-      }
-      return (await fetch(`${url}/readyz`)).ok || undefined;
-    },
-    { timeoutMs: 60_000, what: `${name} to be ready` },
-  );
+  const url = `http://127.0.0.1:${await waitUntilReady(managed)}`;
   return { process: managed, url };
 }
 

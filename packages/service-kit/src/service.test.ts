@@ -86,6 +86,17 @@ describe('createService', () => {
     expect(metrics).toContain('http_server_request_duration_seconds_count');
   });
 
+  it('logs the port it listens on even when its level is above info', async () => {
+    const lines: string[] = [];
+    const destination = { write: (line: string) => void lines.push(line) };
+    const { url } = await startService({ logger: createLogger('kit-test', 'warn', destination) });
+    const listening = lines
+      .map((line) => JSON.parse(line))
+      .find((line) => line.msg === 'listening');
+    expect(listening?.port).toBe(Number(new URL(url).port));
+    expect(listening?.port).toBeGreaterThan(0);
+  });
+
   it('answers every error as JSON with its status', async () => {
     const { url } = await startService({}, (app) => {
       app.post('/echo', express.json({ limit: 64 }), (req, res) => {

@@ -118,7 +118,10 @@ export function createService(options: ServiceOptions): Service {
     watchdog = watchDependencies(options, () => void stop(1));
     process.once('SIGTERM', () => void stop(0));
     process.once('SIGINT', () => void stop(0));
-    logger.info({ port }, 'listening');
+    // Launchers that pass port 0 learn the port the OS picked from this line, so it is written
+    // at every level but silent.
+    const announcer = logger.level === 'silent' ? logger : logger.child({}, { level: 'info' });
+    announcer.info({ port }, 'listening');
     return { port };
   }
 

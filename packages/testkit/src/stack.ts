@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { embeddedPostgresUrl } from '@jarvis/db';
-import { freePort, waitFor } from './infra';
+import { waitFor } from './infra';
 import { type ManagedProcess, startProcess } from './process';
 
 export const SERVICE_NAMES = [
@@ -54,8 +54,8 @@ export class Stack {
   }
 
   async start(): Promise<void> {
-    for (const name of [...SERVICE_NAMES, 'postgres'] as const) {
-      this.ports.set(name, this.options.ports?.[name] ?? (await freePort()));
+    for (const [name, port] of Object.entries(this.options.ports ?? {})) {
+      if (port !== undefined) this.ports.set(name as ServiceName | 'postgres', port);
     }
     try {
       if (!this.options.databaseUrl) await this.startDatabase();
@@ -73,38 +73,36 @@ export class Stack {
     }
   }
 
+  // A process started for the first time without a fixed port listens on port 0 and says which
+  // port the OS gave it; a port picked beforehand could be taken by another process before it
+  // binds, and readiness would then be asked of that other process. A restart keeps the port,
+  // as the other services hold it (Postgres') and tests hold the gateway's URL.
   async startDatabase(): Promise<void> {
-    const port = this.port('postgres');
     this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
       EMBEDDED_PG_DIR: this.options.dataDir,
-      EMBEDDED_PG_PORT: String(port),
+      EMBEDDED_PG_PORT: String(this.ports.get('postgres') ?? 0),
     });
-    await waitFor(() => this.output('postgres').includes('embedded postgres ready') || undefined, {
-      timeoutMs: this.options.readyTimeoutMs ?? 60_000,
-      what: 'embedded postgres',
-    });
+    const ready = await waitFor(
+      () => {
+        const managed = this.processes.get('postgres');
+        if (managed) throwIfExited(managed);
+        return loggedLine(this.output('postgres'), 'embedded postgres ready');
+      },
+      { timeoutMs: this.options.readyTimeoutMs ?? 60_000, what: 'embedded postgres' },
+    );
+    this.ports.set('postgres', Number(new URL(String(ready.url)).port));
   }
 
   async startService(name: ServiceName): Promise<void> {
-    const port = String(this.port(name));
+    const port = String(this.ports.get(name) ?? 0);
     this.launch(name, `services/${name}/src/main.ts`, {
       ...this.options.env,
       DATABASE_URL: this.databaseUrl,
       ...(name === 'gateway' ? { GATEWAY_PORT: port } : { HTTP_PORT: port }),
     });
-    await waitFor(
-      async () => {
-        const processExited = this.processes.get(name)?.child.exitCode;
-        if (processExited !== null && processExited !== undefined) {
-          throw new Error(
-            `${name} exited with ${processExited}:\n${this.output(name).slice(-4_000)}`,
-          );
-        }
-        const response = await fetch(`http://127.0.0.1:${port}/readyz`);
-        return response.ok || undefined;
-      },
-      { timeoutMs: this.options.readyTimeoutMs ?? 60_000, what: `${name} to be ready` },
-    );
+    const managed = this.processes.get(name);
+    if (!managed) throw new Error(`${name} was not launched`);
+    this.ports.set(name, await waitUntilReady(managed, this.options.readyTimeoutMs));
   }
 
   async stopService(name: ServiceName | 'postgres'): Promise<number | null> {
@@ -147,4 +145,42 @@ export class Stack {
       }),
     );
   }
+}
+
+// Waits until a service process says which port it listens on and answers ready there, and
+// returns that port.
+export async function waitUntilReady(managed: ManagedProcess, timeoutMs = 60_000): Promise<number> {
+  return waitFor(
+    async () => {
+      throwIfExited(managed);
+      const port = loggedLine(managed.output(), 'listening')?.port;
+      if (typeof port !== 'number') return undefined;
+      const response = await fetch(`http://127.0.0.1:${port}/readyz`);
+      return response.ok ? port : undefined;
+    },
+    { timeoutMs, what: `${managed.name} to be ready` },
+  );
+}
+
+function throwIfExited(managed: ManagedProcess): void {
+  const exitCode = managed.child.exitCode;
+  if (exitCode !== null) {
+    throw new Error(`${managed.name} exited with ${exitCode}:\n${managed.output().slice(-4_000)}`);
+  }
+}
+
+// The first JSON line of a process' output with this message (services log JSON lines).
+function loggedLine(output: string, message: string): Record<string, unknown> | undefined {
+  for (const line of output.split('\n')) {
+    if (!line.includes(message)) continue;
+    try {
+      const parsed: unknown = JSON.parse(line);
+      if (typeof parsed === 'object' && parsed && 'msg' in parsed && parsed.msg === message) {
+        return parsed as Record<string, unknown>;
+      }
+    } catch {
+      // Not a log line: something the process printed.
+    }
+  }
+  return undefined;
 }

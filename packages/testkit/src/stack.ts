@@ -54,8 +54,9 @@ export class Stack {
   }
 
   async start(): Promise<void> {
-    for (const [name, port] of Object.entries(this.options.ports ?? {})) {
-      if (port !== undefined) this.ports.set(name as ServiceName | 'postgres', port);
+    for (const name of [...SERVICE_NAMES, 'postgres'] as const) {
+      const port = this.options.ports?.[name];
+      if (port !== undefined) this.ports.set(name, port);
     }
     try {
       if (!this.options.databaseUrl) await this.startDatabase();
@@ -78,15 +79,14 @@ export class Stack {
   // binds, and readiness would then be asked of that other process. A restart keeps the port,
   // as the other services hold it (Postgres') and tests hold the gateway's URL.
   async startDatabase(): Promise<void> {
-    this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
+    const managed = this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
       EMBEDDED_PG_DIR: this.options.dataDir,
       EMBEDDED_PG_PORT: String(this.ports.get('postgres') ?? 0),
     });
     const ready = await waitFor(
       () => {
-        const managed = this.processes.get('postgres');
-        if (managed) throwIfExited(managed);
-        return loggedLine(this.output('postgres'), 'embedded postgres ready');
+        throwIfExited(managed);
+        return loggedLine(managed.output(), 'embedded postgres ready');
       },
       { timeoutMs: this.options.readyTimeoutMs ?? 60_000, what: 'embedded postgres' },
     );
@@ -95,13 +95,11 @@ export class Stack {
 
   async startService(name: ServiceName): Promise<void> {
     const port = String(this.ports.get(name) ?? 0);
-    this.launch(name, `services/${name}/src/main.ts`, {
+    const managed = this.launch(name, `services/${name}/src/main.ts`, {
       ...this.options.env,
       DATABASE_URL: this.databaseUrl,
       ...(name === 'gateway' ? { GATEWAY_PORT: port } : { HTTP_PORT: port }),
     });
-    const managed = this.processes.get(name);
-    if (!managed) throw new Error(`${name} was not launched`);
     this.ports.set(name, await waitUntilReady(managed, this.options.readyTimeoutMs));
   }
 
@@ -131,19 +129,22 @@ export class Stack {
     return port;
   }
 
-  private launch(name: ServiceName | 'postgres', entry: string, env: Record<string, string>) {
+  private launch(
+    name: ServiceName | 'postgres',
+    entry: string,
+    env: Record<string, string>,
+  ): ManagedProcess {
     const onLine = this.options.onLine;
-    this.processes.set(
+    const managed = startProcess({
       name,
-      startProcess({
-        name,
-        command: process.execPath,
-        args: [...(this.options.nodeArgs ?? []), '--import', 'tsx', entry],
-        cwd: ROOT_DIR,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-        ...(onLine ? { onLine: (line: string) => onLine(name, line) } : {}),
-      }),
-    );
+      command: process.execPath,
+      args: [...(this.options.nodeArgs ?? []), '--import', 'tsx', entry],
+      cwd: ROOT_DIR,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      ...(onLine ? { onLine: (line: string) => onLine(name, line) } : {}),
+    });
+    this.processes.set(name, managed);
+    return managed;
   }
 }
 

@@ -17,6 +17,63 @@ export type TextFilter = {
   to: Date | undefined;
 };
 
+// Postgres ranks every item that matches any word of the full-text query, so its cost grows
+// with the matches: at 100,000 messages two common words match ~13,000 items and take 125 ms.
+// So it gets the rarest words (they say the most) while their items add up to at most this;
+// the common ones are left to the vector ranker. LoCoMo recall is the same at 1,000 as at 2,000,
+// and searches at 10,000 messages are 10-20 % faster.
+export const TEXT_MATCH_BUDGET = 1_000;
+
+// The words come chosen by the term statistics, but Postgres stems its own way: "supportive" is
+// "supportiv" to the terms and "support" to Postgres, 245 against 3,157 of 20,000 messages. So
+// a message search also leaves out the lexemes that Postgres' own statistics of the column
+// (pg_stats, kept by ANALYZE) say are in more than TEXT_MATCH_BUDGET messages: one of them made
+// a recall's full-text search rank 3,570 messages instead of 540 (46 against 14 ms under
+// auto_explain). The list is read at most once a minute per pool, in the background after the
+// first read.
+const COMMON_LEXEMES_TTL_MS = 60_000;
+type CommonLexemes = { lexemes: string[]; readAt: number; reading?: Promise<void> };
+const commonLexemesByPool = new WeakMap<Queryable, CommonLexemes>();
+
+async function readCommonLexemes(db: Queryable): Promise<string[]> {
+  // most_common_elem_freqs ends with three more numbers than there are elements (their
+  // minimum, maximum and the share of empty values): their rows have no lexeme.
+  const { rows } = await db.query<{ lexeme: string }>(
+    `SELECT e.lexeme FROM pg_stats s,
+       unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
+     WHERE s.schemaname = 'memory' AND s.tablename = 'messages' AND s.attname = 'search'
+       AND e.lexeme IS NOT NULL
+       AND e.freq * (SELECT reltuples FROM pg_class WHERE oid = 'memory.messages'::regclass) > $1`,
+    [TEXT_MATCH_BUDGET],
+  );
+  return rows.map((row) => row.lexeme);
+}
+
+async function commonMessageLexemes(db: Queryable): Promise<string[]> {
+  let known = commonLexemesByPool.get(db);
+  if (!known) {
+    known = { lexemes: [], readAt: 0 };
+    commonLexemesByPool.set(db, known);
+  }
+  if (!known.reading && Date.now() - known.readAt > COMMON_LEXEMES_TTL_MS) {
+    const entry = known;
+    entry.reading = readCommonLexemes(db)
+      .then((lexemes) => {
+        entry.lexemes = lexemes;
+      })
+      // A failed read keeps the list there was (none at first) until the next minute: the
+      // search goes on, only less trimmed.
+      .catch(() => {})
+      .finally(() => {
+        entry.readAt = Date.now();
+        entry.reading = undefined;
+      });
+  }
+  // A pool's first searches wait for the first read; later ones never wait.
+  if (known.readAt === 0) await known.reading;
+  return known.lexemes;
+}
+
 // Matches full-text ranking looks at, at most. The words come chosen so that their matches add
 // up to a few thousand (search-service.ts), but by the term statistics, and Postgres splits and
 // stems words its own way; ranking 25,000 matches took 200-300 ms at 100,000 messages. Past the
@@ -31,25 +88,33 @@ async function searchMessageText(
   limit: number,
 ): Promise<string[]> {
   if (words.length === 0) return [];
+  const common = await commonMessageLexemes(db);
+  // The query's lexemes as Postgres stems them, less the common ones, as an OR query (none
+  // left: no query, no match).
   const { rows } = await db.query<{ id: string }>(
-    `SELECT m.id FROM (
+    `WITH q AS (
+       SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q
+       FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS lexeme
+       WHERE lexeme <> ALL($8::text[]))
+     SELECT m.id FROM (
        SELECT id, search, seq FROM memory.messages
-       WHERE user_id = $1 AND search @@ to_tsquery('english', $2) AND forgotten_at IS NULL
+       WHERE user_id = $1 AND search @@ (SELECT q FROM q) AND forgotten_at IS NULL
          AND ($3::uuid IS NULL OR conversation_id = $3)
          AND ($4::timestamptz IS NULL OR created_at >= $4)
          AND ($5::timestamptz IS NULL OR created_at < $5)
        LIMIT $7
-     ) m, to_tsquery('english', $2) q
-     ORDER BY ts_rank_cd(m.search, q) DESC, m.seq DESC
+     ) m, q
+     ORDER BY ts_rank_cd(m.search, q.q) DESC, m.seq DESC
      LIMIT $6`,
     [
       filter.userId,
-      words.join(' | '),
+      words.join(' '),
       filter.conversationId ?? null,
       filter.from ?? null,
       filter.to ?? null,
       limit,
       MESSAGE_TEXT_MATCHES_MAX,
+      common,
     ],
   );
   return rows.map((row) => row.id);

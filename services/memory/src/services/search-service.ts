@@ -19,6 +19,7 @@ import {
   type ItemDetails,
   messageSource,
   type SearchSource,
+  TEXT_MATCH_BUDGET,
 } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { loadTermCounts } from '../repositories/term-stats-repository';
@@ -50,12 +51,6 @@ const TEXT_WEIGHT = 0.1;
 const RECENCY_BOOST = 0.05;
 const RECENCY_HALF_LIFE_DAYS = 90;
 const IMPORTANCE_SPREAD = 0.1;
-// Postgres ranks every item that matches any word of the full-text query, so its cost grows
-// with the matches: at 100,000 messages two common words match ~13,000 items and take 125 ms.
-// So it gets the rarest words (they say the most) while their items add up to at most this;
-// the common ones are left to the vector ranker. LoCoMo recall is the same at 1,000 as at 2,000,
-// and searches at 10,000 messages are 10-20 % faster.
-const TEXT_MATCH_BUDGET = 1_000;
 
 // The kinds search can find, each with its own full-text search.
 const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {

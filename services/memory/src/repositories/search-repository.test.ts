@@ -1,30 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { createPool, migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
+import { createPool, type Pool } from '@jarvis/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 import { messageSource, TEXT_MATCH_BUDGET } from './search-repository';
 
-let db: TestDatabase;
+let memory: MemoryHarness;
+let pool: Pool;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../../migrations', import.meta.url),
-  });
+  memory = await startMemoryHarness('search-repository');
+  pool = memory.db.pool;
 });
 
 afterAll(async () => {
-  await db?.stop();
+  await memory?.stop();
 });
 
 async function storeMessages(userId: string, contents: string[]): Promise<string[]> {
   const conversationId = randomUUID();
-  await db.pool.query('INSERT INTO memory.conversations (id, user_id) VALUES ($1, $2)', [
+  await pool.query('INSERT INTO memory.conversations (id, user_id) VALUES ($1, $2)', [
     conversationId,
     userId,
   ]);
-  const { rows } = await db.pool.query<{ id: string }>(
+  const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO memory.messages (id, user_id, conversation_id, role, content)
      SELECT gen_random_uuid(), $1, $2, 'user', content FROM unnest($3::text[]) AS content
      RETURNING id`,
@@ -51,19 +49,19 @@ describe('message full-text search', () => {
     ]);
     // Without statistics nothing is known to be common.
     const unfiltered = await messageSource.searchText(
-      db.pool,
+      pool,
       { userId, conversationId: undefined, from: undefined, to: undefined },
       ['supportive', 'zebra'],
       5_000,
     );
     expect(unfiltered.length).toBe(common.length + rare.length);
 
-    await db.pool.query('ANALYZE memory.messages');
+    await pool.query('ANALYZE memory.messages');
     // The list of common lexemes is read again once a minute: a new pool reads it at once.
-    const pool = createPool({ url: db.url, applicationName: 'test', max: 1 });
+    const freshPool = createPool({ url: memory.db.url, applicationName: 'test', max: 1 });
     try {
       const found = await messageSource.searchText(
-        pool,
+        freshPool,
         { userId, conversationId: undefined, from: undefined, to: undefined },
         ['supportive', 'zebra'],
         5_000,
@@ -71,7 +69,7 @@ describe('message full-text search', () => {
 
       expect(found.sort()).toEqual([...rare].sort());
     } finally {
-      await pool.end();
+      await freshPool.end();
     }
   });
 });

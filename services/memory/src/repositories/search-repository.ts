@@ -49,24 +49,27 @@ async function readCommonLexemes(db: Queryable): Promise<string[]> {
   return rows.map((row) => row.lexeme);
 }
 
+function commonLexemesOf(db: Queryable): CommonLexemes {
+  const known = commonLexemesByPool.get(db);
+  if (known) return known;
+  const created: CommonLexemes = { lexemes: [], readAt: 0 };
+  commonLexemesByPool.set(db, created);
+  return created;
+}
+
 async function commonMessageLexemes(db: Queryable): Promise<string[]> {
-  let known = commonLexemesByPool.get(db);
-  if (!known) {
-    known = { lexemes: [], readAt: 0 };
-    commonLexemesByPool.set(db, known);
-  }
+  const known = commonLexemesOf(db);
   if (!known.reading && Date.now() - known.readAt > COMMON_LEXEMES_TTL_MS) {
-    const entry = known;
-    entry.reading = readCommonLexemes(db)
+    known.reading = readCommonLexemes(db)
       .then((lexemes) => {
-        entry.lexemes = lexemes;
+        known.lexemes = lexemes;
       })
       // A failed read keeps the list there was (none at first) until the next minute: the
       // search goes on, only less trimmed.
       .catch(() => {})
       .finally(() => {
-        entry.readAt = Date.now();
-        entry.reading = undefined;
+        known.readAt = Date.now();
+        known.reading = undefined;
       });
   }
   // A pool's first searches wait for the first read; later ones never wait.
@@ -75,8 +78,8 @@ async function commonMessageLexemes(db: Queryable): Promise<string[]> {
 }
 
 // Matches full-text ranking looks at, at most. The words come chosen so that their matches add
-// up to a few thousand (search-service.ts), but by the term statistics, and Postgres splits and
-// stems words its own way; ranking 25,000 matches took 200-300 ms at 100,000 messages. Past the
+// up to TEXT_MATCH_BUDGET (search-service.ts), but by the term statistics, and Postgres splits
+// and stems words its own way; ranking 25,000 matches took 200-300 ms at 100,000 messages. Past the
 // cap, the ranking is of the first matches found.
 const MESSAGE_TEXT_MATCHES_MAX = 5_000;
 

@@ -1,6 +1,7 @@
 import { baseEnvShape, databaseEnvShape, parseEnv } from '@jarvis/service-kit';
 import { z } from 'zod';
 import { DEFAULT_COMPACTION } from './services/compact-conversation';
+import { DEFAULT_INDEXER } from './services/index-messages';
 
 const Env = z.object({
   ...baseEnvShape,
@@ -23,6 +24,9 @@ const Env = z.object({
     .int()
     .min(1_000)
     .default(DEFAULT_COMPACTION.modelTimeoutMs),
+  // Longest a conversation's newest message waits to be indexed for the message after it, so
+  // that it is embedded once with both neighbours as context (a search indexes it at once).
+  MESSAGE_INDEX_HOLD_MS: z.coerce.number().int().min(0).default(DEFAULT_INDEXER.holdMs),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -16,7 +16,7 @@ import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
 import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
 import { startDenseIndexer } from './services/dense-index';
-import { startMessageIndexer } from './services/index-messages';
+import { DEFAULT_INDEXER, startMessageIndexer } from './services/index-messages';
 import { loadItems } from './services/search-service';
 import { configureVectorSearch } from './vector-search-settings';
 
@@ -67,7 +67,10 @@ try {
     maxInFlight: 2,
   };
   await ensureWorkQueue(bus, extractionRequested, extractionQueue);
-  const indexer = startMessageIndexer(pool, logger);
+  const indexer = startMessageIndexer(pool, logger, {
+    ...DEFAULT_INDEXER,
+    holdMs: env.MESSAGE_INDEX_HOLD_MS,
+  });
   const dense = startDenseIndexer(bus, pool, loadItems);
   registerHandlers(bus, pool, indexer, compaction, dense);
   registerFileHandlers(bus, pool);

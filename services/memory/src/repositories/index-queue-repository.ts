@@ -12,19 +12,29 @@ export async function hasQueuedMessages(db: Queryable, userId: string): Promise<
   return rows.length > 0;
 }
 
-// The conversation of the oldest queued message (of one user, when given), locked for this
-// transaction. A background drain skips conversations another drain holds; a search that needs
-// its user's messages indexed waits for them instead.
+// A queued message (alias q) a drain may take: one that has a successor in its conversation,
+// or has waited `holdMs` (parameter $HOLD). A conversation's newest message is held so that it
+// is embedded once, with the message after it as context (index-messages.ts).
+const isTakeable = (holdParameter: string) =>
+  `(q.queued_at <= now() - make_interval(secs => ${holdParameter}::double precision / 1000)
+    OR EXISTS (
+      SELECT 1 FROM memory.messages later
+      WHERE later.conversation_id = q.conversation_id AND later.forgotten_at IS NULL
+        AND later.seq > (SELECT seq FROM memory.messages WHERE id = q.message_id)))`;
+
+// The conversation of the oldest message a drain may take (of one user, when given), locked
+// for this transaction. A background drain skips conversations another drain holds; a search
+// that needs its user's messages indexed (holdMs 0: all of them) waits for them instead.
 export async function claimQueuedConversation(
   db: PoolClient,
-  options: { userId: string | undefined; isWaiting: boolean },
+  options: { userId: string | undefined; isWaiting: boolean; holdMs: number },
 ): Promise<{ userId: string; conversationId: string } | undefined> {
   const { rows } = await db.query<{ user_id: string; conversation_id: string }>(
-    `SELECT user_id, conversation_id FROM memory.message_index_queue
-     WHERE ($1::uuid IS NULL OR user_id = $1)
+    `SELECT user_id, conversation_id FROM memory.message_index_queue q
+     WHERE ($1::uuid IS NULL OR user_id = $1) AND ${isTakeable('$2')}
      ORDER BY queued_at LIMIT 1
      FOR UPDATE ${options.isWaiting ? '' : 'SKIP LOCKED'}`,
-    [options.userId ?? null],
+    [options.userId ?? null, options.holdMs],
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -34,23 +44,37 @@ export async function claimQueuedConversation(
   return { userId: row.user_id, conversationId: row.conversation_id };
 }
 
-// Takes the conversation's oldest queued messages off the queue: those still there (not
-// forgotten meanwhile), in conversation order.
+// Takes the conversation's oldest queued messages that a drain may take off the queue: those
+// still there (not forgotten meanwhile), in conversation order.
 export async function takeQueuedMessages(
   db: PoolClient,
   conversationId: string,
+  holdMs: number,
 ): Promise<IndexedMessage[]> {
   const { rows } = await db.query<{ id: string; content: string; created_at: Date }>(
     `WITH taken AS (
        DELETE FROM memory.message_index_queue WHERE message_id IN (
-         SELECT message_id FROM memory.message_index_queue WHERE conversation_id = $1
+         SELECT message_id FROM memory.message_index_queue q
+         WHERE conversation_id = $1 AND ${isTakeable('$3')}
          ORDER BY queued_at LIMIT $2)
        RETURNING message_id)
      SELECT m.id, m.content, m.created_at FROM memory.messages m JOIN taken t ON t.message_id = m.id
      WHERE m.forgotten_at IS NULL ORDER BY m.seq`,
-    [conversationId, DRAIN_BATCH],
+    [conversationId, DRAIN_BATCH, holdMs],
   );
   return rows.map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at }));
+}
+
+// Milliseconds until the longest-queued message's hold runs out (0 or less: it has), or
+// undefined when nothing is queued.
+export async function untilHoldEnds(db: Queryable, holdMs: number): Promise<number | undefined> {
+  const { rows } = await db.query<{ wait_ms: number | null }>(
+    `SELECT (extract(epoch FROM min(queued_at) - now()) * 1000 + $1)::float8 AS wait_ms
+     FROM memory.message_index_queue`,
+    [holdMs],
+  );
+  const waitMs = rows[0]?.wait_ms;
+  return waitMs === null || waitMs === undefined ? undefined : waitMs;
 }
 
 // Takes messages off the queue unindexed (they are being forgotten); answers those that were

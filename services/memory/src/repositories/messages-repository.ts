@@ -173,24 +173,70 @@ export async function insertMessagesInOrder(
 
 // Up to `before` messages that precede the first of `ids` in its conversation, oldest first: the
 // context of new messages, and the messages whose context the new ones extend.
+export type Neighbours = {
+  // Up to `before` messages just before the given ones, oldest first; the last of them says
+  // whether it was embedded before it had a successor.
+  previous: (IndexedMessage & { isEmbeddedWithoutNext: boolean })[];
+  // The message just after them, if there is one yet.
+  next: IndexedMessage | undefined;
+};
+
+// The messages around a run of a conversation's messages (forgotten ones left out).
 export async function listNeighbours(
   db: Queryable,
   conversationId: string,
   ids: string[],
   before: number,
-): Promise<{ previous: IndexedMessage[] }> {
-  const { rows } = await db.query<{ id: string; content: string; created_at: Date }>(
-    `SELECT id, content, created_at FROM memory.messages
-     WHERE conversation_id = $1 AND forgotten_at IS NULL
-       AND seq < (SELECT min(seq) FROM memory.messages WHERE id = ANY($2::uuid[]))
-     ORDER BY seq DESC LIMIT $3`,
+): Promise<Neighbours> {
+  const { rows } = await db.query<{
+    id: string;
+    content: string;
+    created_at: Date;
+    embedded_without_next: boolean;
+    is_before: boolean;
+  }>(
+    `WITH run AS (
+       SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM memory.messages
+       WHERE id = ANY($2::uuid[]))
+     (SELECT id, content, created_at, embedded_without_next, true AS is_before
+      FROM memory.messages, run
+      WHERE conversation_id = $1 AND forgotten_at IS NULL AND seq < run.first_seq
+      ORDER BY seq DESC LIMIT $3)
+     UNION ALL
+     (SELECT id, content, created_at, embedded_without_next, false
+      FROM memory.messages, run
+      WHERE conversation_id = $1 AND forgotten_at IS NULL AND seq > run.last_seq
+      ORDER BY seq LIMIT 1)`,
     [conversationId, ids, before],
   );
+  const toIndexed = (row: (typeof rows)[number]) => ({
+    id: row.id,
+    content: row.content,
+    createdAt: row.created_at,
+  });
+  const nextRow = rows.find((row) => !row.is_before);
   return {
     previous: rows
+      .filter((row) => row.is_before)
       .reverse()
-      .map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at })),
+      .map((row) => ({ ...toIndexed(row), isEmbeddedWithoutNext: row.embedded_without_next })),
+    next: nextRow ? toIndexed(nextRow) : undefined,
   };
+}
+
+// Sets or clears the mark of messages embedded before they had a successor: `withoutNext` (if
+// any) was, the rest of `ids` now were not.
+export async function markEmbeddedWithoutNext(
+  db: Queryable,
+  ids: string[],
+  withoutNext: string | undefined,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE memory.messages SET embedded_without_next = (id = $2::uuid) IS TRUE
+     WHERE id = ANY($1::uuid[])`,
+    [ids, withoutNext ?? null],
+  );
 }
 
 export async function findMessageContent(

@@ -7,7 +7,7 @@ import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerForgetHandlers } from '../forget-handlers';
 import { type MemoryHarness, startMemoryHarness } from '../test-harness';
-import { startMessageIndexer } from './index-messages';
+import { type IndexerSettings, startMessageIndexer } from './index-messages';
 import { appendMessage } from './messages-service';
 
 // Messages a turn stores are indexed off its path: these check that none is ever left
@@ -25,6 +25,7 @@ beforeAll(async () => {
   memory = await startMemoryHarness('memory-index', [registerForgetHandlers], {
     delayMs: 60_000,
     retryMs: 60_000,
+    holdMs: 60_000,
   });
   ({ db, clientBus, countRows } = memory);
 });
@@ -41,6 +42,52 @@ const itemCount = (userId: string) =>
   countRows('SELECT coalesce(sum(items), 0) AS count FROM memory.item_counts WHERE user_id = $1', [
     userId,
   ]);
+
+// The vector's dimensions: which words (of the message and its context) it holds.
+async function embeddedTerms(messageId: string): Promise<number[]> {
+  const { rows } = await db.pool.query<{ sparse: string }>(
+    'SELECT sparse::text AS sparse FROM memory.embeddings WHERE item_id = $1',
+    [messageId],
+  );
+  const body = rows[0]?.sparse.match(/\{(.*)\}/)?.[1] ?? '';
+  return body
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => Number(pair.split(':')[0]) - 1)
+    .sort((a, b) => a - b);
+}
+const termsOf = (text: string, context: string[]) =>
+  [...embedDocument({ text, context: context.join('\n') }).indices].sort((a, b) => a - b);
+const embeddedAt = async (messageId: string) =>
+  (
+    await db.pool.query<{ created_at: Date }>(
+      'SELECT created_at FROM memory.embeddings WHERE item_id = $1',
+      [messageId],
+    )
+  ).rows[0]?.created_at.getTime();
+const isMarkedWithoutNext = async (messageId: string) =>
+  (
+    await db.pool.query<{ embedded_without_next: boolean }>(
+      'SELECT embedded_without_next FROM memory.messages WHERE id = $1',
+      [messageId],
+    )
+  ).rows[0]?.embedded_without_next;
+
+// Runs an indexer of its own (nothing kicks it: it drains at its start and when a hold runs out)
+// until the user's queue is down to `left` messages.
+async function drainUntil(userId: string, left: number, settings: IndexerSettings) {
+  const indexer = startMessageIndexer(db.pool, logger, settings);
+  try {
+    await waitFor(async () => ((await queued(userId)) === left ? true : undefined), {
+      timeoutMs: 10_000,
+      what: `the queue to be down to ${left}`,
+    });
+  } finally {
+    await indexer.stop();
+  }
+}
+
+const HOLDING: IndexerSettings = { delayMs: 50, retryMs: 60_000, holdMs: 60_000 };
 
 async function say(userId: string, content: string) {
   return (await clientBus.request(memoryAppend, { userId, role: 'user', content })).message;
@@ -93,29 +140,54 @@ describe('message indexing off the turn path', () => {
     });
     expect(await queued(userId)).toBe(2);
 
-    const restarted = startMessageIndexer(db.pool, logger);
-    try {
-      await waitFor(async () => ((await queued(userId)) === 0 ? true : undefined), {
-        timeoutMs: 10_000,
-        what: 'the queue to drain',
-      });
-    } finally {
-      await restarted.stop();
-    }
+    // The newest message waits for its successor, for 1.5 s here: the restarted indexer takes
+    // the first at once, and the second when its hold runs out, with nothing kicking it.
+    await drainUntil(userId, 1, { ...HOLDING, holdMs: 1_500 });
+    expect(await embeddedTerms(first.message.id)).toEqual(
+      termsOf(first.message.content, [second.message.content]),
+    );
+    expect(await embedded(second.message.id)).toBe(0);
+    await drainUntil(userId, 0, { ...HOLDING, holdMs: 1_500 });
 
     expect(await embedded(first.message.id)).toBe(1);
-    expect(await embedded(second.message.id)).toBe(1);
-    expect(await itemCount(userId)).toBe(2);
-    // The first message was embedded again, with the second as its context.
-    const { rows } = await db.pool.query<{ sparse: string }>(
-      'SELECT sparse::text AS sparse FROM memory.embeddings WHERE item_id = $1',
-      [first.message.id],
+    expect(await embeddedTerms(second.message.id)).toEqual(
+      termsOf(second.message.content, [first.message.content]),
     );
-    const withContext = embedDocument({
-      text: first.message.content,
-      context: second.message.content,
-    });
-    expect(rows[0]?.sparse.split(',').length).toBe(withContext.indices.length);
+    expect(await isMarkedWithoutNext(second.message.id)).toBe(true);
+    expect(await itemCount(userId)).toBe(2);
+  });
+
+  it('embeds each message once, with both neighbours, unless a search needed it sooner', async () => {
+    const userId = randomUUID();
+    const store = async (content: string) =>
+      (await appendMessage(db.pool, { userId, role: 'user', content })).message;
+    const a = await store('The boat is moored at the north pier.');
+    const b = await store('Its engine was serviced in March.');
+    const c = await store('The harbour fee is due in June.');
+
+    // The newest (c) is held for the next message; the others are embedded with both sides.
+    await drainUntil(userId, 1, HOLDING);
+    expect(await embeddedTerms(a.id)).toEqual(termsOf(a.content, [b.content]));
+    expect(await embeddedTerms(b.id)).toEqual(termsOf(b.content, [a.content, c.content]));
+    expect(await embedded(c.id)).toBe(0);
+
+    // A search cannot wait: c is embedded now, without a successor, and marked so.
+    const { results } = await clientBus.request(memorySearch, { userId, query: 'harbour fee' });
+    expect(results.map((result) => result.id)).toContain(c.id);
+    expect(await embeddedTerms(c.id)).toEqual(termsOf(c.content, [b.content]));
+    expect(await isMarkedWithoutNext(c.id)).toBe(true);
+    const bEmbeddedAt = await embeddedAt(b.id);
+
+    // Its successor comes: c is embedded again with it, once; b is left as it was.
+    const d = await store('The mooring contract ends next spring.');
+    const e = await store('Ask the harbour master about winter storage.');
+    await drainUntil(userId, 1, HOLDING);
+    expect(await embeddedTerms(c.id)).toEqual(termsOf(c.content, [b.content, d.content]));
+    expect(await isMarkedWithoutNext(c.id)).toBe(false);
+    expect(await embeddedTerms(d.id)).toEqual(termsOf(d.content, [c.content, e.content]));
+    expect(await embedded(e.id)).toBe(0);
+    expect(await embeddedAt(b.id)).toBe(bEmbeddedAt);
+    expect(await itemCount(userId)).toBe(4);
   });
 
   it('forgets a message that was never indexed without miscounting its words', async () => {

@@ -7,13 +7,18 @@ import {
   claimQueuedConversation,
   hasQueuedMessages,
   takeQueuedMessages,
+  untilHoldEnds,
 } from '../repositories/index-queue-repository';
-import { type IndexedMessage, listNeighbours } from '../repositories/messages-repository';
+import {
+  type IndexedMessage,
+  listNeighbours,
+  markEmbeddedWithoutNext,
+} from '../repositories/messages-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
 
 // Makes new messages of one conversation searchable: term statistics, and an embedding whose
-// context is the message before and the message after. The message that preceded them gains its
-// "after" now, so it is embedded again.
+// context is the message before and the message after. The message before them is embedded
+// again only if it was embedded before it had a successor (marked so, and now it has one).
 export async function indexMessages(
   db: Queryable,
   userId: string,
@@ -21,16 +26,18 @@ export async function indexMessages(
   messages: IndexedMessage[],
 ): Promise<void> {
   if (messages.length === 0) return;
-  const { previous } = await listNeighbours(
+  const { previous, next } = await listNeighbours(
     db,
     conversationId,
     messages.map((message) => message.id),
     2,
   );
-  const sequence = [...previous, ...messages];
-  const firstNew = previous.length;
+  const predecessor = previous.at(-1);
+  const isPredecessorStale = predecessor?.isEmbeddedWithoutNext === true;
+  const sequence = [...previous, ...messages, ...(next ? [next] : [])];
+  const firstEmbedded = previous.length - (isPredecessorStale ? 1 : 0);
   const rows: EmbeddingRow[] = [];
-  for (let i = Math.max(firstNew - 1, 0); i < sequence.length; i++) {
+  for (let i = firstEmbedded; i < previous.length + messages.length; i++) {
     const message = sequence[i];
     if (!message) continue;
     const context = [sequence[i - 1], sequence[i + 1]]
@@ -46,33 +53,44 @@ export async function indexMessages(
     });
   }
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
+  const last = messages.at(-1)?.id;
+  const withoutNext = next ? undefined : last;
+  await markEmbeddedWithoutNext(
+    db,
+    [
+      ...(isPredecessorStale && predecessor ? [predecessor.id] : []),
+      ...(withoutNext ? [withoutNext] : []),
+    ],
+    withoutNext,
+  );
 
   const termCounts = countTermsByText(messages.map((message) => message.content));
   await addTermCounts(db, userId, termCounts, messages.length);
 }
 
-// Indexes one conversation's queued messages, in the transaction that takes them off the queue.
-// False when nothing (of the user's, when given) was left to claim.
+// Indexes one conversation's queued messages that may be taken, in the transaction that takes
+// them off the queue. False when nothing (of the user's, when given) was left to claim.
 function indexQueuedConversation(
   pool: Pool,
-  options: { userId: string | undefined; isWaiting: boolean },
+  options: { userId: string | undefined; isWaiting: boolean; holdMs: number },
 ): Promise<boolean> {
   return withTransaction(pool, async (db) => {
     const claimed = await claimQueuedConversation(db, options);
     if (!claimed) return false;
-    const messages = await takeQueuedMessages(db, claimed.conversationId);
+    const messages = await takeQueuedMessages(db, claimed.conversationId, options.holdMs);
     await indexMessages(db, claimed.userId, claimed.conversationId, messages);
     return true;
   });
 }
 
 // A search finds what its user said a moment ago: the user's queued messages are indexed first,
-// waiting for a background drain that holds some of them. Costs one lookup when none are queued.
+// held ones too, waiting for a background drain that holds some of them. Costs one lookup when
+// none are queued.
 export async function indexUserMessagesNow(pool: Pool, userId: string): Promise<void> {
   while (await hasQueuedMessages(pool, userId)) {
     // A locking read whose row another drain took meanwhile can come back empty while rows are
     // left: the loop looks again.
-    await indexQueuedConversation(pool, { userId, isWaiting: true });
+    await indexQueuedConversation(pool, { userId, isWaiting: true, holdMs: 0 });
   }
 }
 
@@ -88,12 +106,16 @@ export type IndexerSettings = {
   delayMs: number;
   // Pause before trying again after the database failed a drain.
   retryMs: number;
+  // Longest a conversation's newest message waits for the next one, so that it is embedded
+  // once, with its successor as context, instead of once without and again with it.
+  holdMs: number;
 };
 
-const DEFAULT_INDEXER: IndexerSettings = { delayMs: 250, retryMs: 5_000 };
+export const DEFAULT_INDEXER: IndexerSettings = { delayMs: 250, retryMs: 5_000, holdMs: 600_000 };
 
 // Messages appended by turns are made searchable here, in the background. What is still queued
-// at a start (a crash, a stop mid-drain) is indexed first.
+// at a start (a crash, a stop mid-drain) is indexed first, but for held messages, which are
+// indexed when their successor comes or their hold runs out.
 export function startMessageIndexer(
   pool: Pool,
   logger: Logger,
@@ -101,11 +123,20 @@ export function startMessageIndexer(
 ): MessageIndexer {
   const stopping = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  let timerDueAt = 0;
   let draining: Promise<void> | undefined;
   let isKickedWhileDraining = false;
 
+  // A drain in delayMs; an earlier one already set stands, a later one (a hold's end) is
+  // brought forward.
   const schedule = (delayMs: number) => {
-    if (stopping.signal.aborted || timer) return;
+    if (stopping.signal.aborted) return;
+    const dueAt = Date.now() + delayMs;
+    if (timer) {
+      if (timerDueAt <= dueAt) return;
+      clearTimeout(timer);
+    }
+    timerDueAt = dueAt;
     timer = setTimeout(() => {
       timer = undefined;
       drain();
@@ -120,8 +151,16 @@ export function startMessageIndexer(
       try {
         let isClaimed = true;
         while (isClaimed && !stopping.signal.aborted) {
-          isClaimed = await indexQueuedConversation(pool, { userId: undefined, isWaiting: false });
+          isClaimed = await indexQueuedConversation(pool, {
+            userId: undefined,
+            isWaiting: false,
+            holdMs: settings.holdMs,
+          });
         }
+        // Held messages are left: look again when the first hold runs out (never sooner than
+        // a kick would, in case another drain holds the rows that are due).
+        const waitMs = await untilHoldEnds(pool, settings.holdMs);
+        if (waitMs !== undefined) schedule(Math.max(waitMs, settings.delayMs));
       } catch (error) {
         logger.warn({ err: error }, 'message indexing failed; trying again');
         schedule(settings.retryMs);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import {
   waitUntilReady,
 } from '@jarvis/testkit';
 import autocannon from 'autocannon';
+import { readCpuSeconds } from './bench-cpu';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // `make bench` (gateway): the public API under load from autocannon, in this process, against the
@@ -161,15 +162,6 @@ function round(value: number, digits = 2): number {
 // CPU time (user and system) of the processes whose figures are reported, and of the machine.
 type CpuSample = { processesMs: Record<string, number>; machineMs: number };
 
-// From /proc/<pid>/stat, in 10 ms ticks; NaN when the process is gone.
-async function processCpuMs(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return Number.NaN;
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  // The fields after the command name, which may hold spaces: state is the first, utime the 12th.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 // Busy time of all cores, from /proc/stat (user, nice, system, irq, softirq; not steal).
 async function machineCpuMs(): Promise<number> {
   const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
@@ -181,27 +173,17 @@ async function machineCpuMs(): Promise<number> {
   return (user + nice + system + irq + softirq) * 10;
 }
 
-type Observed = Map<string, number | undefined>;
+// The stack's processes by name; the machine's NATS and Redis are found by readCpuSeconds.
+type Observed = Record<string, number | undefined>;
 
 async function sampleCpu(observed: Observed): Promise<CpuSample> {
-  const entries = await Promise.all(
-    [...observed].map(async ([name, pid]) => [name, await processCpuMs(pid)] as const),
-  );
-  const { user, system } = process.cpuUsage();
+  const seconds = await readCpuSeconds(observed, ['nats-server', 'redis-server']);
   return {
-    processesMs: { ...Object.fromEntries(entries), bench: (user + system) / 1_000 },
+    processesMs: Object.fromEntries(
+      Object.entries(seconds).map(([name, used]) => [name, used * 1_000]),
+    ),
     machineMs: await machineCpuMs(),
   };
-}
-
-// The machine's own NATS and Redis servers, found by name; undefined when not on this machine.
-async function findServerPid(command: string): Promise<number | undefined> {
-  for (const entry of await readdir('/proc').catch(() => [])) {
-    if (!/^\d+$/.test(entry)) continue;
-    const name = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
-    if (name.trim() === command) return Number(entry);
-  }
-  return undefined;
 }
 
 // What one or more runs of a load got, and the CPU each process and the machine spent on them.
@@ -547,13 +529,11 @@ try {
   replicas.push(...started.map((replica) => replica.process));
   const replicaUrls = started.map((replica) => replica.url);
 
-  const observed: Observed = new Map([
+  const observed: Observed = Object.fromEntries([
     ...[...SERVICE_NAMES, 'postgres' as const].map(
       (name) => [name, fixture.stack.process(name)?.child.pid] as const,
     ),
     ...replicas.map((replica) => [replica.name, replica.child.pid] as const),
-    ['nats', await findServerPid('nats-server')],
-    ['redis', await findServerPid('redis-server')],
   ]);
 
   process.stdout.write(`gateway under load (${cpus().length} cores; figures as they come):\n`);

@@ -17,6 +17,9 @@ export type TurnRecord = {
 
 export type Sample = {
   turn: number;
+  // Wall clock (ms since the epoch) and each process's CPU time so far (bench-cpu.ts).
+  takenAt: number;
+  cpuSeconds: Record<string, number>;
   loadAverage: number;
   residentMb: Record<string, number>;
   summaries: number;
@@ -125,6 +128,9 @@ export type SoakReport = {
   memories: { stored: number; conversations: number; seconds: number };
   overheadMs: { afterWarmUp: Spread; allTurns: Spread; questions: Spread };
   breakdownAfterWarmUp: { recallMs: Spread; modelMs: Spread; restMs: Spread };
+  // Between the warm-up's end and the last turn's sample: each process's CPU per turn, and the
+  // wall time a turn took (CPU per turn over it: the cores kept busy).
+  cpuAfterWarmUp: { msPerTurn: Record<string, number>; wallMsPerTurn: number };
   promptTokens: Spread & { budget: number; overBudget: number; toolDefinitions: number };
   windows: WindowFigures[];
   samples: Sample[];
@@ -194,6 +200,8 @@ export function renderMarkdown(report: SoakReport, processes: readonly string[])
         ],
       ],
     ),
+    '',
+    cpuLine(report.cpuAfterWarmUp),
     '',
     `Per window of ${s.window} turns (drift):`,
     '',
@@ -266,6 +274,17 @@ export function renderMarkdown(report: SoakReport, processes: readonly string[])
       .join(', ')}. Failed turns: ${report.failures.length}.`,
     '',
   ].join('\n');
+}
+
+export function cpuLine(cpu: SoakReport['cpuAfterWarmUp']): string {
+  const entries = Object.entries(cpu.msPerTurn);
+  if (entries.length === 0) return 'CPU per turn: not measured (no /proc).';
+  const total = entries.reduce((sum, [, ms]) => sum + ms, 0);
+  return `CPU per turn after warm-up (ms; each process's CPU time, with that of its ended children): ${entries
+    .map(([name, ms]) => `${name} ${ms}`)
+    .join(
+      ', ',
+    )}; ${round(total)} in all, for a turn every ${cpu.wallMsPerTurn} ms (${round(total / cpu.wallMsPerTurn, 2)} cores busy).`;
 }
 
 function spreadCells(value: Spread): number[] {

@@ -6,9 +6,11 @@ import { ChatResponse, ImportMessagesResponse } from '@jarvis/contracts';
 import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
+import { cpuMsPerTurn, type MachineServer, readCpuSeconds } from './bench-cpu';
 import { composeMessage, loadChatLines, PLANTED_FACTS } from './bench-soak-corpus';
 import { createSoakModel } from './bench-soak-model';
 import {
+  cpuLine,
   describeWindows,
   type FactCheck,
   growthPercent,
@@ -71,6 +73,11 @@ const OVERHEAD_P95_TARGET_MS = 40;
 const GROWTH_TARGET_PERCENT = 10;
 const WATCHED = ['orchestrator', 'memory'] as const;
 const PROCESSES = [...SERVICE_NAMES, 'postgres'] as const;
+// The machine's servers whose CPU counts: Postgres too when the bench runs on a real one (then
+// the stack's own 'postgres' process is not there).
+const SERVERS: MachineServer[] = settings.DATABASE_URL
+  ? ['postgres', 'nats-server', 'redis-server']
+  : ['nats-server', 'redis-server'];
 
 const RESULTS_DIR = resolve(import.meta.dirname, '../../bench-results');
 const CHAT_LINES = resolve(import.meta.dirname, '../../../shared/data/locomo-dev.json');
@@ -163,11 +170,13 @@ async function sample(
   userId: string,
   conversationId: string | undefined,
 ): Promise<Sample> {
-  const residentEntries = await Promise.all(
-    PROCESSES.map(
-      async (name) => [name, await residentMb(fixture.stack.process(name)?.child.pid)] as const,
-    ),
+  const pids = Object.fromEntries(
+    PROCESSES.map((name) => [name, fixture.stack.process(name)?.child.pid] as const),
   );
+  const residentEntries = await Promise.all(
+    PROCESSES.map(async (name) => [name, await residentMb(pids[name])] as const),
+  );
+  const cpuSeconds = await readCpuSeconds(pids, SERVERS);
   const { rows } = await db.query<{ summaries: string; extractions: string; facts: string }>(
     `SELECT (SELECT count(*) FROM memory.summaries WHERE conversation_id = $1::uuid) AS summaries,
             (SELECT count(*) FROM memory.extractions WHERE user_id = $2) AS extractions,
@@ -176,6 +185,8 @@ async function sample(
   );
   return {
     turn,
+    takenAt: Date.now(),
+    cpuSeconds,
     loadAverage: loadAverage(),
     residentMb: Object.fromEntries(residentEntries),
     summaries: Number(rows[0]?.summaries ?? 0),
@@ -238,6 +249,9 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
   const warmedUp = samples.find((taken) => taken.turn >= WARM_UP_TURNS);
   const last = samples.at(-1);
   const afterWarmUp = samples.filter((taken) => taken.turn >= WARM_UP_TURNS);
+  // The last sample of the soak's own turns (the final one comes after the questions).
+  const lastOfTurns = afterWarmUp.filter((taken) => taken.turn <= TURNS).at(-1);
+  const cpuTurns = (lastOfTurns?.turn ?? 0) - (warmedUp?.turn ?? 0);
   const growth = Object.fromEntries(
     PROCESSES.map((name) => [name, growthPercent(warmedUp, last, name)]),
   );
@@ -262,6 +276,7 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
       "Turn overhead: the round trip of POST /v1/chat less the time the fake spent composing that turn's answer (well under a millisecond: what remains is the stack's own cost, including model-gateway's HTTP call to the fake). Recall and model step times are the ones each run recorded (orchestrator.run_steps).",
       "Prompt tokens: the fake's usage, a quarter of the characters of every message sent (the same estimate the memory service budgets with).",
       `A fact is in the context when its words are in the prompt the fake got for the question (the question itself aside). Resident memory (VmRSS) every ${SAMPLE_EVERY} turns; growth is from turn ${WARM_UP_TURNS} (the end of warm-up) to the last sample (at the end: after ${SETTLE_MS / 1000} s idle). Percentiles "after warm-up" leave out the first ${WARM_UP_TURNS} turns.`,
+      `CPU per turn: each process's CPU time (/proc, with that of its ended children: Postgres' backends and autovacuum) from turn ${WARM_UP_TURNS} to the last turn's sample, over the turns between: the services, ${SERVERS.join(', ')} (all of the machine's processes of each), and the bench itself (the client and the fake model). It includes the ANALYZE the bench runs after each window, between turns.`,
     ],
     machine: {
       cpus: cpus().length,
@@ -288,6 +303,13 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
       restMs: spread(
         settled.map((turn) => turn.overheadMs - (turn.recallMs ?? 0) - (turn.modelMs ?? 0)),
       ),
+    },
+    cpuAfterWarmUp: {
+      msPerTurn: cpuMsPerTurn(warmedUp?.cpuSeconds, lastOfTurns?.cpuSeconds, cpuTurns),
+      wallMsPerTurn:
+        cpuTurns > 0 && warmedUp && lastOfTurns
+          ? Math.round(((lastOfTurns.takenAt - warmedUp.takenAt) * 10) / cpuTurns) / 10
+          : NaN,
     },
     promptTokens: {
       ...prompt,
@@ -455,6 +477,7 @@ try {
       `  ${target.isMet ? 'met   ' : 'MISSED'} ${target.name}: ${target.value} (target ${target.target})\n`,
     );
   }
+  process.stdout.write(`  ${cpuLine(report.cpuAfterWarmUp)}\n`);
   process.stdout.write(`written to ${resolve(RESULTS_DIR, 'soak.md')} and soak.json\n`);
 } finally {
   await db.end();

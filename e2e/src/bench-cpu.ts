@@ -1,0 +1,66 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+// CPU time of the processes a bench runs on, from /proc (Linux): where the work goes, background
+// work included, which latency alone does not show on two shared cores. Each process counts its
+// own time and that of its children that have ended, so Postgres' figure includes backends and
+// autovacuum workers that came and went.
+
+// /proc/<pid>/stat counts in clock ticks of USER_HZ, 100 a second on Linux.
+const TICKS_PER_SECOND = 100;
+
+// Servers of the machine that are not the stack's own processes: the name each is reported by,
+// by its command name.
+const SERVERS = { postgres: 'postgres', 'nats-server': 'nats', 'redis-server': 'redis' } as const;
+export type MachineServer = keyof typeof SERVERS;
+
+async function cpuSecondsOf(pid: string): Promise<{ command: string; seconds: number } | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return null;
+  // The command name is in parentheses and may hold spaces; the numbers follow its last ')'.
+  const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime, stime, cutime, cstime: fields 14-17 of the line, 12-15 after the command.
+  const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0);
+  return { command, seconds: ticks / TICKS_PER_SECOND };
+}
+
+// CPU seconds used so far by each named process (`pids`: the stack's), by the machine's servers
+// the bench uses (all of their processes), and by the bench itself (`bench`). Only the bench's
+// own where /proc is not there.
+export async function readCpuSeconds(
+  pids: Record<string, number | undefined>,
+  servers: MachineServer[],
+): Promise<Record<string, number>> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const named = new Map(
+    Object.entries(pids).flatMap(([name, pid]) => (pid === undefined ? [] : [[String(pid), name]])),
+  );
+  const { user, system } = process.cpuUsage();
+  const totals: Record<string, number> = { bench: (user + system) / 1_000_000 };
+  await Promise.all(
+    entries
+      .filter((entry) => /^\d+$/.test(entry))
+      .map(async (pid) => {
+        const usage = await cpuSecondsOf(pid);
+        const server = servers.find((command) => command === usage?.command);
+        const name = named.get(pid) ?? (server && SERVERS[server]);
+        if (!usage || !name) return;
+        totals[name] = (totals[name] ?? 0) + usage.seconds;
+      }),
+  );
+  return totals;
+}
+
+// Milliseconds of CPU per turn of each process between two readings, most first.
+export function cpuMsPerTurn(
+  from: Record<string, number> | undefined,
+  to: Record<string, number> | undefined,
+  turns: number,
+): Record<string, number> {
+  if (!from || !to || turns <= 0) return {};
+  const perTurn = Object.entries(to).map(([name, seconds]) => {
+    const used = seconds - (from[name] ?? 0);
+    return [name, Math.round((used * 10_000) / turns) / 10] as const;
+  });
+  return Object.fromEntries(perTurn.sort((a, b) => b[1] - a[1]));
+}

@@ -1,10 +1,11 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as wait } from 'node:timers/promises';
 import { ChatResponse } from '@jarvis/contracts';
 import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
+import { residentMb } from './bench-proc';
 import { startStackFixture } from './stack-fixture';
 
 // `make bench`: one chat turn through all six services with the fake LLM (which answers at
@@ -28,20 +29,12 @@ const TURNS = settings.BENCH_TURNS;
 const WARM_UP = 20;
 const RESULTS = resolve(import.meta.dirname, '../../bench-results/chat-turn.json');
 
-async function residentMegabytes(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return Number.NaN;
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kilobytes = Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
-  return Math.round((kilobytes / 1024) * 10) / 10;
-}
-
 async function measureMemory(
   fixture: Awaited<ReturnType<typeof startStackFixture>>,
 ): Promise<Record<string, number>> {
   const entries = await Promise.all(
     SERVICE_NAMES.map(
-      async (name) =>
-        [name, await residentMegabytes(fixture.stack.process(name)?.child.pid)] as const,
+      async (name) => [name, await residentMb(fixture.stack.process(name)?.child.pid)] as const,
     ),
   );
   return Object.fromEntries(entries);

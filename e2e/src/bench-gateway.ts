@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ import {
   waitUntilReady,
 } from '@jarvis/testkit';
 import autocannon from 'autocannon';
-import { readCpuSeconds } from './bench-cpu';
+import { machineCpuMs, readCpuSeconds } from './bench-proc';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // `make bench` (gateway): the public API under load from autocannon, in this process, against the
@@ -161,17 +161,6 @@ function round(value: number, digits = 2): number {
 
 // CPU time (user and system) of the processes whose figures are reported, and of the machine.
 type CpuSample = { processesMs: Record<string, number>; machineMs: number };
-
-// Busy time of all cores, from /proc/stat (user, nice, system, irq, softirq; not steal).
-async function machineCpuMs(): Promise<number> {
-  const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
-  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = (stat.split('\n')[0] ?? '')
-    .trim()
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
-  return (user + nice + system + irq + softirq) * 10;
-}
 
 // The stack's processes by name; the machine's NATS and Redis are found by readCpuSeconds.
 type Observed = Record<string, number | undefined>;

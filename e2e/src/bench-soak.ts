@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { ChatResponse, ImportMessagesResponse } from '@jarvis/contracts';
 import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
-import { cpuMsPerTurn, type MachineServer, readCpuSeconds } from './bench-cpu';
+import { cpuMsPerTurn, type MachineServer, readCpuSeconds, residentMb } from './bench-proc';
 import { composeMessage, loadChatLines, PLANTED_FACTS } from './bench-soak-corpus';
 import { createSoakModel } from './bench-soak-model';
 import {
@@ -94,13 +94,6 @@ function estimateTokens(text: string): number {
 
 function loadAverage(): number {
   return Math.round((loadavg()[0] ?? 0) * 10) / 10;
-}
-
-async function residentMb(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return Number.NaN;
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kilobytes = Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
-  return Math.round((kilobytes / 1024) * 10) / 10;
 }
 
 // The memories: past chat, dated evenly over the two years before today, in conversations just

@@ -1,9 +1,17 @@
 import { readdir, readFile } from 'node:fs/promises';
 
-// CPU time of the processes a bench runs on, from /proc (Linux): where the work goes, background
-// work included, which latency alone does not show on two shared cores. Each process counts its
-// own time and that of its children that have ended, so Postgres' figure includes backends and
-// autovacuum workers that came and went.
+// What /proc (Linux) tells of the processes a bench runs on: resident memory, and CPU time,
+// which shows where the work goes, background work included, as latency alone does not on two
+// shared cores. Each process counts its own CPU time and that of its children that have ended,
+// so Postgres' figure includes backends and autovacuum workers that came and went.
+
+// Resident memory (VmRSS) of a process in MB; NaN when it is not there.
+export async function residentMb(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return Number.NaN;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kilobytes = Number(status.match(/VmRSS:\s+(\d+)/)?.[1]);
+  return Math.round((kilobytes / 1024) * 10) / 10;
+}
 
 // /proc/<pid>/stat counts in clock ticks of USER_HZ, 100 a second on Linux.
 const TICKS_PER_SECOND = 100;
@@ -63,4 +71,15 @@ export function cpuMsPerTurn(
     return [name, Math.round((used * 10_000) / turns) / 10] as const;
   });
   return Object.fromEntries(perTurn.sort((a, b) => b[1] - a[1]));
+}
+
+// Busy time of all cores in ms, from /proc/stat (user, nice, system, irq, softirq; not steal).
+export async function machineCpuMs(): Promise<number> {
+  const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = (stat.split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq) * (1_000 / TICKS_PER_SECOND);
 }

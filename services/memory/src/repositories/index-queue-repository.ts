@@ -12,9 +12,10 @@ export async function hasQueuedMessages(db: Queryable, userId: string): Promise<
   return rows.length > 0;
 }
 
-// A queued message (alias q) a drain may take: one that has a successor in its conversation,
-// or has waited `holdMs` (parameter $HOLD). A conversation's newest message is held so that it
-// is embedded once, with the message after it as context (index-messages.ts).
+// Whether a queued message (alias q) may be taken by a drain: it has a successor in its
+// conversation, or has waited the hold (ms, in the query parameter named). A conversation's
+// newest message is held so that it is embedded once, with the message after it as context
+// (index-messages.ts); a hold of 0 takes every message.
 const isTakeable = (holdParameter: string) =>
   `(q.queued_at <= now() - make_interval(secs => ${holdParameter}::double precision / 1000)
     OR EXISTS (

@@ -171,8 +171,6 @@ export async function insertMessagesInOrder(
   return inserted.map((row) => ({ id: row.id, content: row.content, createdAt: row.created_at }));
 }
 
-// Up to `before` messages that precede the first of `ids` in its conversation, oldest first: the
-// context of new messages, and the messages whose context the new ones extend.
 export type Neighbours = {
   // Up to `before` messages just before the given ones, oldest first; the last of them says
   // whether it was embedded before it had a successor.
@@ -181,7 +179,8 @@ export type Neighbours = {
   next: IndexedMessage | undefined;
 };
 
-// The messages around a run of a conversation's messages (forgotten ones left out).
+// The messages around a run of a conversation's messages (forgotten ones left out): the context
+// of new messages, and the message whose context the first of them extends.
 export async function listNeighbours(
   db: Queryable,
   conversationId: string,
@@ -193,17 +192,18 @@ export async function listNeighbours(
     content: string;
     created_at: Date;
     embedded_without_next: boolean;
+    seq: string;
     is_before: boolean;
   }>(
     `WITH run AS (
        SELECT min(seq) AS first_seq, max(seq) AS last_seq FROM memory.messages
        WHERE id = ANY($2::uuid[]))
-     (SELECT id, content, created_at, embedded_without_next, true AS is_before
+     (SELECT id, content, created_at, embedded_without_next, seq, true AS is_before
       FROM memory.messages, run
       WHERE conversation_id = $1 AND forgotten_at IS NULL AND seq < run.first_seq
       ORDER BY seq DESC LIMIT $3)
      UNION ALL
-     (SELECT id, content, created_at, embedded_without_next, false
+     (SELECT id, content, created_at, embedded_without_next, seq, false
       FROM memory.messages, run
       WHERE conversation_id = $1 AND forgotten_at IS NULL AND seq > run.last_seq
       ORDER BY seq LIMIT 1)`,
@@ -218,7 +218,7 @@ export async function listNeighbours(
   return {
     previous: rows
       .filter((row) => row.is_before)
-      .reverse()
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
       .map((row) => ({ ...toIndexed(row), isEmbeddedWithoutNext: row.embedded_without_next })),
     next: nextRow ? toIndexed(nextRow) : undefined,
   };

@@ -74,8 +74,7 @@ export async function untilHoldEnds(db: Queryable, holdMs: number): Promise<numb
      FROM memory.message_index_queue`,
     [holdMs],
   );
-  const waitMs = rows[0]?.wait_ms;
-  return waitMs === null || waitMs === undefined ? undefined : waitMs;
+  return rows[0]?.wait_ms ?? undefined;
 }
 
 // Takes messages off the queue unindexed (they are being forgotten); answers those that were

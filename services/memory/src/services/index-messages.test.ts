@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { memoryAppend, memoryForgetApply, memoryRecall, memorySearch } from '@jarvis/contracts';
-import { embedDocument } from '@jarvis/embeddings';
+import { embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { createLogger } from '@jarvis/telemetry';
 import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerForgetHandlers } from '../forget-handlers';
+import { loadVectors } from '../repositories/embeddings-repository';
 import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 import { type IndexerSettings, startMessageIndexer } from './index-messages';
 import { appendMessage } from './messages-service';
@@ -44,17 +45,9 @@ const itemCount = (userId: string) =>
   ]);
 
 // The vector's dimensions: which words (of the message and its context) it holds.
-async function embeddedTerms(messageId: string): Promise<number[]> {
-  const { rows } = await db.pool.query<{ sparse: string }>(
-    'SELECT sparse::text AS sparse FROM memory.embeddings WHERE item_id = $1',
-    [messageId],
-  );
-  const body = rows[0]?.sparse.match(/\{(.*)\}/)?.[1] ?? '';
-  return body
-    .split(',')
-    .filter(Boolean)
-    .map((pair) => Number(pair.split(':')[0]) - 1)
-    .sort((a, b) => a - b);
+async function embeddedTerms(userId: string, messageId: string): Promise<number[]> {
+  const [vector] = await loadVectors(db.pool, userId, LOCAL_EMBEDDING_MODEL, [messageId]);
+  return [...(vector?.indices ?? [])].sort((a, b) => a - b);
 }
 const termsOf = (text: string, context: string[]) =>
   [...embedDocument({ text, context: context.join('\n') }).indices].sort((a, b) => a - b);
@@ -143,14 +136,14 @@ describe('message indexing off the turn path', () => {
     // The newest message waits for its successor, for 1.5 s here: the restarted indexer takes
     // the first at once, and the second when its hold runs out, with nothing kicking it.
     await drainUntil(userId, 1, { ...HOLDING, holdMs: 1_500 });
-    expect(await embeddedTerms(first.message.id)).toEqual(
+    expect(await embeddedTerms(userId, first.message.id)).toEqual(
       termsOf(first.message.content, [second.message.content]),
     );
     expect(await embedded(second.message.id)).toBe(0);
     await drainUntil(userId, 0, { ...HOLDING, holdMs: 1_500 });
 
     expect(await embedded(first.message.id)).toBe(1);
-    expect(await embeddedTerms(second.message.id)).toEqual(
+    expect(await embeddedTerms(userId, second.message.id)).toEqual(
       termsOf(second.message.content, [first.message.content]),
     );
     expect(await isMarkedWithoutNext(second.message.id)).toBe(true);
@@ -167,14 +160,14 @@ describe('message indexing off the turn path', () => {
 
     // The newest (c) is held for the next message; the others are embedded with both sides.
     await drainUntil(userId, 1, HOLDING);
-    expect(await embeddedTerms(a.id)).toEqual(termsOf(a.content, [b.content]));
-    expect(await embeddedTerms(b.id)).toEqual(termsOf(b.content, [a.content, c.content]));
+    expect(await embeddedTerms(userId, a.id)).toEqual(termsOf(a.content, [b.content]));
+    expect(await embeddedTerms(userId, b.id)).toEqual(termsOf(b.content, [a.content, c.content]));
     expect(await embedded(c.id)).toBe(0);
 
     // A search cannot wait: c is embedded now, without a successor, and marked so.
     const { results } = await clientBus.request(memorySearch, { userId, query: 'harbour fee' });
     expect(results.map((result) => result.id)).toContain(c.id);
-    expect(await embeddedTerms(c.id)).toEqual(termsOf(c.content, [b.content]));
+    expect(await embeddedTerms(userId, c.id)).toEqual(termsOf(c.content, [b.content]));
     expect(await isMarkedWithoutNext(c.id)).toBe(true);
     const bEmbeddedAt = await embeddedAt(b.id);
 
@@ -182,9 +175,9 @@ describe('message indexing off the turn path', () => {
     const d = await store('The mooring contract ends next spring.');
     const e = await store('Ask the harbour master about winter storage.');
     await drainUntil(userId, 1, HOLDING);
-    expect(await embeddedTerms(c.id)).toEqual(termsOf(c.content, [b.content, d.content]));
+    expect(await embeddedTerms(userId, c.id)).toEqual(termsOf(c.content, [b.content, d.content]));
     expect(await isMarkedWithoutNext(c.id)).toBe(false);
-    expect(await embeddedTerms(d.id)).toEqual(termsOf(d.content, [c.content, e.content]));
+    expect(await embeddedTerms(userId, d.id)).toEqual(termsOf(d.content, [c.content, e.content]));
     expect(await embedded(e.id)).toBe(0);
     expect(await embeddedAt(b.id)).toBe(bEmbeddedAt);
     expect(await itemCount(userId)).toBe(4);

@@ -666,7 +666,8 @@ from its call to the moment the gateway's code resumes (so waits for a busy even
 Admission and the cooldown check run side by side before the provider call (the cooldowns mostly
 come from a cache refreshed once a period); "rest of the mean" is the mean overhead left after
 admission: NATS hops, validation, redaction, spans and waits for the event loop. The usage
-recording (last column) runs after the reply is sent, batched per turn of the event loop.
+recording (last column) runs after the reply is sent, batched: calls recorded within 20 ms of the
+first are sent together, so it includes that wait.
 
 ${markdownTable(stagesTable(report.scenarios))}
 

@@ -17,9 +17,9 @@ export type UsageMeter = {
   // after the call, so calls already running when one runs out may finish past it.
   admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
   // After a call: counts it against the user's day in Redis and publishes its usage event for
-  // the rollup. Calls recorded in the same turn of the event loop are sent together (one Redis
-  // write, one NATS write), and always before the next admit's check on the same connection, so
-  // that check sees them even when the caller does not wait. Never throws: the answer must not
+  // the rollup. Calls recorded within SEND_AFTER_MS are sent together (one Redis write, one NATS
+  // write), and a user's are sent before that user's next admit's check, on the same connection,
+  // so that check sees them even when the caller does not wait. Never throws: the answer must not
   // fail because accounting did. What does not land at once is retried in the background until
   // it does, and logged at error if it never does (overflow, shutdown), with the whole event, so
   // no usage is lost silently.
@@ -45,6 +45,11 @@ const RETRY_MAX_MS = 30_000;
 // Events held for retry; past this the oldest are logged and dropped rather than growing the
 // heap without bound during a long outage.
 const PENDING_MAX = 10_000;
+// Calls recorded within this long are sent together. Under load every send costs two socket
+// writes (Redis, NATS) that wake Redis and NATS, and the acks to read: sent per call, they made
+// about a tenth of the gateway's CPU at 500 calls a second (gateway-bench.ts). A crash loses at
+// most this much accounting more than it would sent at once.
+const SEND_AFTER_MS = 20;
 
 type Pending = {
   event: z.output<typeof ModelUsageEvent>;
@@ -58,7 +63,7 @@ type Batch = {
   items: Pending[];
   done: Promise<void>;
   settle(): void;
-  immediate: NodeJS.Immediate;
+  timer: NodeJS.Timeout;
 };
 
 export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
@@ -105,13 +110,13 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     }
   }
 
-  // Sends what was recorded since the last send: at the end of this turn of the event loop, or
-  // sooner when an admit needs the counts to be ahead of it.
+  // Sends what was recorded since the last send: SEND_AFTER_MS after the first of it, or sooner
+  // when an admit of one of its users needs the counts to be ahead of it.
   function send(): void {
     if (!batch) return;
-    const { items, settle, immediate } = batch;
+    const { items, settle, timer: sendTimer } = batch;
     batch = undefined;
-    clearImmediate(immediate);
+    clearTimeout(sendTimer);
     const work = attempt(items).then(() => {
       for (const item of items) {
         if (isDone(item)) continue;
@@ -175,7 +180,7 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     const done = new Promise<void>((resolve) => {
       settle = resolve;
     });
-    return { items: [], settle, done, immediate: setImmediate(send) };
+    return { items: [], settle, done, timer: setTimeout(send, SEND_AFTER_MS) };
   }
 
   function logLost(item: Pending): void {
@@ -201,7 +206,7 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
         admitLimits.dailyCostNanos === 0 &&
         admitLimits.requestsPerWindow === 0;
       if (isUnlimited) return;
-      send();
+      if (batch?.items.some((item) => item.event.userId === userId)) send();
       const now = new Date();
       let verdict: AdmitVerdict;
       try {

@@ -32,10 +32,11 @@ export async function indexMessages(
     messages.map((message) => message.id),
     2,
   );
+  // The message just before them, when it was embedded without a successor: it gets one now.
   const predecessor = previous.at(-1);
-  const isPredecessorStale = predecessor?.isEmbeddedWithoutNext === true;
+  const stale = predecessor?.isEmbeddedWithoutNext ? predecessor : undefined;
   const sequence = [...previous, ...messages, ...(next ? [next] : [])];
-  const firstEmbedded = previous.length - (isPredecessorStale ? 1 : 0);
+  const firstEmbedded = previous.length - (stale ? 1 : 0);
   const rows: EmbeddingRow[] = [];
   for (let i = firstEmbedded; i < previous.length + messages.length; i++) {
     const message = sequence[i];
@@ -53,14 +54,10 @@ export async function indexMessages(
     });
   }
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
-  const last = messages.at(-1)?.id;
-  const withoutNext = next ? undefined : last;
+  const withoutNext = next ? undefined : messages.at(-1)?.id;
   await markEmbeddedWithoutNext(
     db,
-    [
-      ...(isPredecessorStale && predecessor ? [predecessor.id] : []),
-      ...(withoutNext ? [withoutNext] : []),
-    ],
+    [...(stale ? [stale.id] : []), ...(withoutNext ? [withoutNext] : [])],
     withoutNext,
   );
 

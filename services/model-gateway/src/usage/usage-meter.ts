@@ -63,7 +63,7 @@ type Batch = {
   items: Pending[];
   done: Promise<void>;
   settle(): void;
-  timer: NodeJS.Timeout;
+  sendTimer: NodeJS.Timeout;
 };
 
 export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
@@ -114,7 +114,7 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   // when an admit of one of its users needs the counts to be ahead of it.
   function send(): void {
     if (!batch) return;
-    const { items, settle, timer: sendTimer } = batch;
+    const { items, settle, sendTimer } = batch;
     batch = undefined;
     clearTimeout(sendTimer);
     const work = attempt(items).then(() => {
@@ -180,7 +180,7 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     const done = new Promise<void>((resolve) => {
       settle = resolve;
     });
-    return { items: [], settle, done, timer: setTimeout(send, SEND_AFTER_MS) };
+    return { items: [], settle, done, sendTimer: setTimeout(send, SEND_AFTER_MS) };
   }
 
   function logLost(item: Pending): void {

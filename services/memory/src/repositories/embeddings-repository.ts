@@ -60,7 +60,7 @@ export async function upsertLocalEmbeddings(
 export type VectorFilter = {
   userId: string;
   model: string;
-  kinds: MemoryKind[];
+  kinds: readonly MemoryKind[];
   conversationId: string | undefined;
   from: Date | undefined;
   to: Date | undefined;
@@ -97,19 +97,20 @@ export async function findNearest(
   return rows.map((row) => ({ kind: row.item_kind, itemId: row.item_id }));
 }
 
+// Stored vectors by item id; items without one are left out.
 export async function loadVectors(
   db: Queryable,
   userId: string,
   model: string,
   itemIds: string[],
-): Promise<SparseVector[]> {
-  if (itemIds.length === 0) return [];
-  const { rows } = await db.query<{ sparse: string }>(
-    `SELECT sparse::text AS sparse FROM memory.embeddings
+): Promise<Map<string, SparseVector>> {
+  if (itemIds.length === 0) return new Map();
+  const { rows } = await db.query<{ item_id: string; sparse: string }>(
+    `SELECT item_id, sparse::text AS sparse FROM memory.embeddings
      WHERE model = $1 AND user_id = $2 AND item_id = ANY($3::uuid[])`,
     [model, userId, itemIds],
   );
-  return rows.map((row) => fromSparsevecText(row.sparse));
+  return new Map(rows.map((row) => [row.item_id, fromSparsevecText(row.sparse)]));
 }
 
 // Inner products with the query, computed in Postgres so no vector crosses the wire.

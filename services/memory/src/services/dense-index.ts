@@ -49,22 +49,6 @@ export type DenseIndex = {
 
 export type DenseIndexer = DenseIndex & { stop(): Promise<void> };
 
-// One embed call for every search of the same text through it: a turn's recall searches the
-// user's facts and everything with one query, and would otherwise ask the model twice.
-export function sharingQueryEmbeddings(dense: DenseIndex): DenseIndex {
-  const embedded = new Map<string, ReturnType<DenseIndex['embedQuery']>>();
-  return {
-    embedQuery(userId, text) {
-      const key = `${userId}\n${text}`;
-      const known = embedded.get(key);
-      if (known) return known;
-      const vector = dense.embedQuery(userId, text);
-      embedded.set(key, vector);
-      return vector;
-    },
-  };
-}
-
 type Load = (pool: Pool, kind: MemoryKind, userId: string, ids: string[]) => Promise<ItemDetails[]>;
 
 const PROBE_TEXT = 'jarvis';

@@ -46,8 +46,8 @@ const itemCount = (userId: string) =>
 
 // The vector's dimensions: which words (of the message and its context) it holds.
 async function embeddedTerms(userId: string, messageId: string): Promise<number[]> {
-  const [vector] = await loadVectors(db.pool, userId, LOCAL_EMBEDDING_MODEL, [messageId]);
-  return [...(vector?.indices ?? [])].sort((a, b) => a - b);
+  const vectors = await loadVectors(db.pool, userId, LOCAL_EMBEDDING_MODEL, [messageId]);
+  return [...(vectors.get(messageId)?.indices ?? [])].sort((a, b) => a - b);
 }
 const termsOf = (text: string, context: string[]) =>
   [...embedDocument({ text, context: context.join('\n') }).indices].sort((a, b) => a - b);

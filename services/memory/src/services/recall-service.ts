@@ -1,6 +1,5 @@
 import { BusError } from '@jarvis/bus';
 import {
-  type MemoryKind,
   type MemoryRecallRequest,
   type MemoryRecallResponse,
   RECALL_PROFILE_LIMIT,
@@ -15,8 +14,8 @@ import { findConversation } from '../repositories/conversations-repository';
 import { findMessageContent, listRecentMessages } from '../repositories/messages-repository';
 import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
-import { type DenseIndex, sharingQueryEmbeddings } from './dense-index';
-import { searchMemory } from './search-service';
+import type { DenseIndex } from './dense-index';
+import { searchMemoryViews } from './search-service';
 
 type RecallRequest = z.output<typeof MemoryRecallRequest>;
 
@@ -45,23 +44,28 @@ export async function recallContext(
   ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const budget = request.tokenBudget;
-  const queryDense = dense && sharingQueryEmbeddings(dense);
-  const search = (kinds: MemoryKind[], limit: number) =>
-    query?.trim()
-      ? searchMemory(
-          pool,
-          { userId: request.userId, query, limit, kinds, areQueuedMessagesSkipped: true },
-          now,
-          queryDense,
-        )
-      : Promise.resolve({ results: [] });
-  const [counter, profileFacts, summaries, recent, facts, found] = await Promise.all([
+  const views = [
+    { kinds: ['fact'], limit: FACT_SLOTS + RECALL_PROFILE_LIMIT },
+    {
+      kinds: ['message', 'fact', 'summary', 'document'],
+      limit: RECALL_RELEVANT_LIMIT + request.recentLimit,
+    },
+  ] as const;
+  const search = query?.trim()
+    ? searchMemoryViews(
+        pool,
+        { userId: request.userId, query, areQueuedMessagesSkipped: true },
+        views,
+        now,
+        dense,
+      )
+    : Promise.resolve([{ results: [] }, { results: [] }] as const);
+  const [counter, profileFacts, summaries, recent, [facts, found]] = await Promise.all([
     loadTokenCounter(request.tokenizer),
     listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
     listSummaries(pool, request.userId, conversationId, RECALL_SUMMARY_LIMIT),
     listRecentMessages(pool, request.userId, conversationId, request.recentLimit),
-    search(['fact'], FACT_SLOTS + RECALL_PROFILE_LIMIT),
-    search(['message', 'fact', 'summary', 'document'], RECALL_RELEVANT_LIMIT + request.recentLimit),
+    search,
   ]);
 
   const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>

@@ -5,6 +5,7 @@ import {
   type ImportedMessage,
   type MemorySearchRequest,
   memoryAppend,
+  memoryFactsRemember,
   memoryImport,
   memoryRecall,
   memorySearch,
@@ -12,7 +13,9 @@ import {
   type StoredMessage,
 } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerFactHandlers } from '../facts-handlers';
 import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { searchMemory, searchMemoryViews } from './search-service';
 
 // One user's chat export spread over 2023, a topic or two a month, and a later, second chat.
 const DIARY: [ImportedMessage['role'], string, string][] = [
@@ -131,7 +134,7 @@ async function importChat(
 }
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-search');
+  memory = await startMemoryHarness('memory-search', [registerFactHandlers]);
   ({ clientBus } = memory);
 
   await importChat(userA, diaryId, DIARY, 'whatsapp');
@@ -385,5 +388,49 @@ describe('memory.search', () => {
       ok: false,
       error: { code: 'bad_request', message: expect.stringContaining(field) },
     });
+  });
+});
+
+describe('searchMemoryViews', () => {
+  it('ranks each view as a search of its kinds alone does', async () => {
+    const userId = randomUUID();
+    await importChat(userId, randomUUID(), DIARY, 'whatsapp');
+    for (const content of [
+      'Clara, the sister of the user, lives in Edinburgh.',
+      'The user has a beagle called Max.',
+      'The user is allergic to peanuts.',
+    ]) {
+      await clientBus.request(memoryFactsRemember, { userId, content });
+    }
+    const query = 'Where does my sister Clara live now?';
+    const views = [
+      { kinds: ['fact'], limit: 2 },
+      { kinds: ['message', 'fact', 'summary', 'document'], limit: 6 },
+    ] as const;
+
+    // One clock for both: recency weighs every score.
+    const now = new Date();
+
+    const together = await searchMemoryViews(memory.db.pool, { userId, query }, views, now);
+    const alone = await Promise.all(
+      views.map((view) =>
+        searchMemory(
+          memory.db.pool,
+          { userId, query, kinds: [...view.kinds], limit: view.limit },
+          now,
+        ),
+      ),
+    );
+
+    expect(together).toEqual(alone);
+    const [facts, everything] = together;
+    expect(facts.results.map((result) => result.text)).toEqual([
+      'Clara, the sister of the user, lives in Edinburgh.',
+      expect.any(String),
+    ]);
+    expect(facts.results.every((result) => result.kind === 'fact')).toBe(true);
+    expect(textsOf(everything.results)).toContain(
+      'My sister Clara is moving to Edinburgh for her new job.',
+    );
   });
 });

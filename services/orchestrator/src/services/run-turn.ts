@@ -143,11 +143,13 @@ export async function runTurn(
     attempt = await markRunStarted(deps.pool, run.id);
     const loop = loopDeps(deps, attempt, run, cancellation.signal, turn.stream === true);
     recorder = loop.recorder;
-    const event =
+    const { event, queued } =
       approval && canResume
         ? await resume(deps, loop, run, approval, replyKey)
         : await answer(deps, loop, run, replyKey, expected);
     announce(deps.bus, event);
+    // The turn is acked once what it leaves behind is queued, not before.
+    await queued;
     return { type: 'ack' };
   } catch (error) {
     const info = describeFailure(error);
@@ -193,7 +195,7 @@ async function answer(
   run: Run,
   replyKey: string,
   expected: ReturnType<typeof expectChatModel>,
-): Promise<TurnEvent> {
+): Promise<Finished> {
   const recallStarted = new Date();
   const budget = await planContextBudget(deps, recallStarted, run.timeZone, expected);
   const recall = await deps.bus.request(memoryRecall, {
@@ -234,7 +236,7 @@ async function resume(
   run: Run,
   approval: StoredApproval,
   replyKey: string,
-): Promise<TurnEvent> {
+): Promise<Finished> {
   const state = LoopStateSchema.parse(approval.loopState);
   const result = await runAgentLoop(loop, run, {
     state,
@@ -265,6 +267,10 @@ function loopDeps(
   };
 }
 
+// What a turn announces, and the fact extraction it queues, if any: the user need not wait for
+// that queueing (a JetStream ack), only the turn's own ack does.
+type Finished = { event: TurnEvent; queued?: Promise<void> };
+
 // Stores the reply, the run's steps and totals; then the run is complete, or paused on an
 // approval the reply asks for.
 async function finish(
@@ -275,7 +281,7 @@ async function finish(
   replyKey: string,
   totals: Parameters<typeof recordRunTotals>[2],
   recalledIds: string[],
-): Promise<TurnEvent> {
+): Promise<Finished> {
   const append = deps.bus.request(memoryAppend, {
     userId: run.userId,
     conversationId: run.conversationId,
@@ -323,14 +329,14 @@ async function finish(
       occurredAt: approval.createdAt,
       approval: publicApproval(approval),
     });
-    return { ...done, approval: approvalRequest(approval) };
+    return { event: { ...done, approval: approvalRequest(approval) } };
   }
   // Extraction is keyed by the turn, so a retry after a crash between the two queues it once.
-  await Promise.all([
-    markRunCompleted(deps.pool, run.id, completion),
-    requestExtraction(deps, run, message.id, recalledIds),
-  ]);
-  return done;
+  // It never fails (requestExtraction logs instead), so a failed completion leaves nothing
+  // unhandled behind it.
+  const queued = requestExtraction(deps, run, message.id, recalledIds);
+  await markRunCompleted(deps.pool, run.id, completion);
+  return { event: done, queued };
 }
 
 function approvalRequest(approval: StoredApproval) {

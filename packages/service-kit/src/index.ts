@@ -1,3 +1,4 @@
 export * from './env';
 export * from './http-error';
+export * from './redis-script';
 export * from './service';

@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { defineRedisScript } from '@jarvis/service-kit';
 import type { Redis } from 'ioredis';
 
 // Deletes the lock only if this holder still owns it, so a holder whose lease ran out cannot
 // release the lock a successor took since.
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`;
+const RELEASE = defineRedisScript(
+  `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`,
+);
+const RENEW = defineRedisScript(
+  `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`,
+);
 
 export type ConversationLock = {
   // Extends the lease; false when the lease was lost.
@@ -26,10 +31,10 @@ export async function tryLockConversation(
   if (acquired !== 'OK') return undefined;
   return {
     async renew() {
-      return (await redis.eval(RENEW, 1, key, token, String(leaseMs))) === 1;
+      return (await RENEW.run(redis, [key], [token, leaseMs])) === 1;
     },
     async release() {
-      await redis.eval(RELEASE, 1, key, token);
+      await RELEASE.run(redis, [key], [token]);
     },
   };
 }

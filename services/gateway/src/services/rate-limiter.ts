@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { defineRedisScript } from '@jarvis/service-kit';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
@@ -10,7 +10,7 @@ import { z } from 'zod';
 // KEYS: the windows' sets. ARGV: window ms, this request's member, then each window's limit.
 // Reply: index of the first full window (0: admitted), Redis's time in ms, then per window the
 // count (this request included when admitted) and the score of its oldest entry.
-const ADMIT = `
+const ADMIT = defineRedisScript(`
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local window = tonumber(ARGV[1])
@@ -35,8 +35,7 @@ for i, key in ipairs(KEYS) do
   reply[#reply + 1] = tonumber(oldest[2] or now)
 end
 return reply
-`;
-const ADMIT_SHA = createHash('sha1').update(ADMIT).digest('hex');
+`);
 
 // what: the thing counted, for messages ("requests", "chat turns").
 export type RateWindow = { key: string; limit: number; what: string };
@@ -62,7 +61,7 @@ export async function admitRequest(
 ): Promise<RateVerdict> {
   const keys = windows.map((window) => window.key);
   const args = [windowMs, member, ...windows.map((window) => window.limit)];
-  const [refused = 0, now = 0, ...perWindow] = AdmitReply.parse(await runAdmit(redis, keys, args));
+  const [refused = 0, now = 0, ...perWindow] = AdmitReply.parse(await ADMIT.run(redis, keys, args));
   const states = windows.map((window, index) => {
     const count = perWindow[index * 2] ?? 0;
     const oldest = perWindow[index * 2 + 1] ?? now;
@@ -78,15 +77,4 @@ export async function admitRequest(
     state.remaining < closest.remaining ? state : closest,
   );
   return { isAdmitted: true, ...tightest };
-}
-
-// EVALSHA keeps the hot path from sending the script's text every request; a server that has
-// not seen it yet (first call, restart, SCRIPT FLUSH) gets it once through EVAL.
-async function runAdmit(redis: Redis, keys: string[], args: (string | number)[]) {
-  try {
-    return await redis.evalsha(ADMIT_SHA, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return redis.eval(ADMIT, keys.length, ...keys, ...args);
-  }
 }

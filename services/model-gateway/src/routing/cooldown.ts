@@ -1,3 +1,4 @@
+import { defineRedisScript } from '@jarvis/service-kit';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 
@@ -21,7 +22,7 @@ export type Cooldown = {
 };
 
 // Counts a failure; the count that reaches the threshold opens the cooldown and starts over.
-const RECORD_FAILURE = `
+const RECORD_FAILURE = defineRedisScript(`
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if count >= tonumber(ARGV[2]) then
@@ -30,7 +31,7 @@ if count >= tonumber(ARGV[2]) then
   return 1
 end
 return 0
-`;
+`);
 
 // How long one replica trusts what it last read of the cooldowns: a replica learns of another's
 // opened cooldown within this time, and a busy gateway reads Redis once per period, not per call.
@@ -51,15 +52,10 @@ export function createCooldown(
     failing.add(provider);
     cache.delete(provider);
     const until = Date.now() + settings.cooldownMs;
-    const opened = await redis.eval(
-      RECORD_FAILURE,
-      2,
-      failuresKey(provider),
-      openKey(provider),
-      settings.windowMs,
-      count,
-      settings.cooldownMs,
-      until,
+    const opened = await RECORD_FAILURE.run(
+      redis,
+      [failuresKey(provider), openKey(provider)],
+      [settings.windowMs, count, settings.cooldownMs, until],
     );
     if (opened === 1) {
       logger.warn({ provider, cooldownMs: settings.cooldownMs }, 'provider cooling down');

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { defineRedisScript } from '@jarvis/service-kit';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { addDays, startOfUtcDay, toNanos, utcDay } from './usage-units';
@@ -29,7 +29,7 @@ function eventKey(namespace: string, userId: string, eventId: string): string {
 // KEYS: day hash, rate set. ARGV: token limit, cost limit (nanos), rate limit, window ms, member.
 // 0 turns a limit off. Reply: {'ok'} | {'tokens', used} | {'cost', usedNanos} |
 // {'rate', count, msUntilASlotFrees}.
-const ADMIT = `
+const ADMIT = defineRedisScript(`
 local used = redis.call('HMGET', KEYS[1], 'input_tokens', 'output_tokens', 'cost_nanos')
 local tokens = (tonumber(used[1]) or 0) + (tonumber(used[2]) or 0)
 local cost = tonumber(used[3]) or 0
@@ -52,11 +52,11 @@ if rateLimit > 0 then
   redis.call('PEXPIRE', KEYS[2], window)
 end
 return {'ok'}
-`;
+`);
 
 // Adds one call to the user's day, once per event id however often it is retried.
 // KEYS: event marker, day hash. ARGV: input, output, cost nanos, day expiry (unix s), marker ttl.
-const COUNT = `
+const COUNT = defineRedisScript(`
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[5]) then return 0 end
 redis.call('HINCRBY', KEYS[2], 'input_tokens', ARGV[1])
 redis.call('HINCRBY', KEYS[2], 'output_tokens', ARGV[2])
@@ -64,17 +64,17 @@ redis.call('HINCRBY', KEYS[2], 'cost_nanos', ARGV[3])
 redis.call('HINCRBY', KEYS[2], 'requests', 1)
 redis.call('EXPIREAT', KEYS[2], ARGV[4])
 return 1
-`;
+`);
 
 // Today's counters and the calls started in the rate window, read together.
 // KEYS: day hash, rate set. ARGV: window ms.
-const READ = `
+const READ = defineRedisScript(`
 local used = redis.call('HMGET', KEYS[1], 'input_tokens', 'output_tokens', 'cost_nanos', 'requests')
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local recent = redis.call('ZCOUNT', KEYS[2], '(' .. (now - tonumber(ARGV[1])), '+inf')
 return {used[1] or '0', used[2] or '0', used[3] or '0', used[4] or '0', recent}
-`;
+`);
 
 export type AdmitLimits = {
   dailyTokens: number;
@@ -106,9 +106,8 @@ export async function admitRequest(
   member: string,
 ): Promise<AdmitVerdict> {
   const reply = AdmitReply.parse(
-    await runScript(
+    await ADMIT.run(
       redis,
-      ADMIT,
       [dayKey(namespace, userId, day), rateKey(namespace, userId)],
       [
         limits.dailyTokens,
@@ -152,9 +151,8 @@ export async function countUsage(
   // still be added to the day it started on; later than that the budgets no longer look.
   const expiresAtMs = startOfUtcDay(addDays(day, 2)).getTime();
   if (expiresAtMs <= now.getTime()) return false;
-  const counted = await runScript(
+  const counted = await COUNT.run(
     redis,
-    COUNT,
     [eventKey(namespace, call.userId, call.id), dayKey(namespace, call.userId, day)],
     [
       call.inputTokens,
@@ -192,35 +190,7 @@ export async function readDayCounters(
   windowMs: number,
 ): Promise<DayCounters> {
   const [inputTokens, outputTokens, costNanos, requests, recentRequests] = ReadReply.parse(
-    await runScript(
-      redis,
-      READ,
-      [dayKey(namespace, userId, day), rateKey(namespace, userId)],
-      [windowMs],
-    ),
+    await READ.run(redis, [dayKey(namespace, userId, day), rateKey(namespace, userId)], [windowMs]),
   );
   return { inputTokens, outputTokens, costNanos, requests, recentRequests };
-}
-
-const scriptShas = new Map<string, string>();
-
-// EVALSHA keeps the hot path from sending the script's text every call; a server that has not
-// seen it yet (first call, restart, SCRIPT FLUSH) gets it once through EVAL.
-async function runScript(
-  redis: Redis,
-  script: string,
-  keys: string[],
-  args: (string | number)[],
-): Promise<unknown> {
-  let sha = scriptShas.get(script);
-  if (!sha) {
-    sha = createHash('sha1').update(script).digest('hex');
-    scriptShas.set(script, sha);
-  }
-  try {
-    return await redis.evalsha(sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return redis.eval(script, keys.length, ...keys, ...args);
-  }
 }

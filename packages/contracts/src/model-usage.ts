@@ -3,7 +3,7 @@ import { Id } from './common';
 import { defineEvent, defineRpc } from './define';
 
 // Token and cost accounting of model calls. Every call the model gateway makes is one usage
-// event on JetStream; the gateway rolls the events up in Postgres per user, model, purpose and
+// event, sent on JetStream with the others of its batch; the gateway rolls the events up in Postgres per user, model, purpose and
 // UTC day, and keeps today's totals in Redis to enforce the per-user budgets.
 
 // What the call was for: the chat purposes, and embeddings (memory indexing, search).
@@ -41,7 +41,22 @@ export const ModelUsageEvent = z.object({
 });
 export type ModelUsageEvent = z.input<typeof ModelUsageEvent>;
 
-export const modelUsageRecorded = defineEvent('model-gateway.usage.recorded', ModelUsageEvent);
+// Most events one stream message carries: about 150 KB, well inside NATS's 1 MB payload limit.
+export const USAGE_BATCH_MAX = 500;
+
+// The calls the meter sends together (those that answered within 20 ms of each other): one
+// stream message and one rollup statement for all of them, instead of one each.
+export const ModelUsageBatch = z.object({
+  events: z.array(ModelUsageEvent).min(1).max(USAGE_BATCH_MAX),
+});
+export type ModelUsageBatch = z.input<typeof ModelUsageBatch>;
+
+// A message of the usage stream: a batch, or a single event, which is what gateways published
+// before batches (a stream may still hold some of those after an upgrade).
+export const modelUsageRecorded = defineEvent(
+  'model-gateway.usage.recorded',
+  z.union([ModelUsageBatch, ModelUsageEvent]),
+);
 
 // What is wrong with a from/to range, if anything, and on which side. Shared by the schemas
 // below and the service, which checks again once it has filled in the defaults.

@@ -4,7 +4,7 @@ import { migrate } from '@jarvis/db';
 import { connectTestRedis } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerUsageHandlers } from '../../../model-gateway/src/usage/usage-handlers';
-import { applyUsageEvent } from '../../../model-gateway/src/usage/usage-repository';
+import { applyUsageEvents } from '../../../model-gateway/src/usage/usage-repository';
 import {
   badRequest,
   type RouterHarness,
@@ -42,17 +42,19 @@ const call: RouterHarness['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 function rollUp(userId: string, day: string, inputTokens: number) {
-  return applyUsageEvent(harness.db.pool, {
-    id: randomUUID(),
-    userId,
-    provider: 'openai',
-    model: 'gpt-test',
-    purpose: 'chat',
-    inputTokens,
-    outputTokens: 1,
-    costUsd: 0.002,
-    at: `${day}T10:00:00.000Z`,
-  });
+  return applyUsageEvents(harness.db.pool, [
+    {
+      id: randomUUID(),
+      userId,
+      provider: 'openai',
+      model: 'gpt-test',
+      purpose: 'chat',
+      inputTokens,
+      outputTokens: 1,
+      costUsd: 0.002,
+      at: `${day}T10:00:00.000Z`,
+    },
+  ]);
 }
 
 describe('GET /v1/usage', () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageLimits } from './usage-env';
 import { registerUsageHandlers } from './usage-handlers';
 import { createUsageMeter, type UsageMeter } from './usage-meter';
-import { applyUsageEvent } from './usage-repository';
+import { applyUsageEvents } from './usage-repository';
 import { getUsage } from './usage-service';
 import {
   silentLogger,
@@ -60,7 +60,7 @@ const today = () => utcDay(new Date());
 // A call of `daysAgo` days before today, straight into the rollup.
 function rollUp(userId: string, daysAgo: number, extra: Parameters<typeof usageEvent>[0] = {}) {
   const at = `${addDays(today(), -daysAgo)}T12:00:00.000Z`;
-  return applyUsageEvent(pool, usageEvent({ userId, at, ...extra }));
+  return applyUsageEvents(pool, [usageEvent({ userId, at, ...extra })]);
 }
 
 describe('model-gateway.usage', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BusError } from '@jarvis/bus';
 import { catchBusError } from '@jarvis/bus/testing';
-import { MODEL_USAGE_STREAM } from '@jarvis/contracts';
+import { MODEL_USAGE_STREAM, modelUsageRecorded } from '@jarvis/contracts';
 import { freePort, REDIS_URL, waitFor } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,16 @@ async function publishedCount(): Promise<number> {
   const jsm = await fixture.bus.nc.jetstreamManager();
   const info = await jsm.streams.info(fixture.bus.streamName(MODEL_USAGE_STREAM));
   return info.state.messages;
+}
+
+// The ids of the events in the stream's newest message.
+async function lastPublishedIds(): Promise<string[]> {
+  const jsm = await fixture.bus.nc.jetstreamManager();
+  const message = await jsm.streams.getMessage(fixture.bus.streamName(MODEL_USAGE_STREAM), {
+    last_by_subj: fixture.bus.subject(modelUsageRecorded.subject),
+  });
+  const payload = modelUsageRecorded.payload.parse(message.json());
+  return 'events' in payload ? payload.events.map((event) => event.id) : [payload.id];
 }
 
 // A client of a port nothing listens on, that fails each command at once.
@@ -226,15 +236,18 @@ describe('record', () => {
       const userId = randomUUID();
       const before = await publishedCount();
 
-      const recorded = Array.from({ length: 5 }, () =>
-        meter.record(usageEvent({ userId, inputTokens: 200, outputTokens: 50 })),
+      const events = Array.from({ length: 5 }, () =>
+        usageEvent({ userId, inputTokens: 200, outputTokens: 50 }),
       );
+      const recorded = events.map((event) => meter.record(event));
       const refused = await catchBusError(meter.admit(userId, 'chat'));
 
       expect(refused.toInfo().message).toMatch(/^daily token budget used up: 1,250 of 1,000/);
       await Promise.all(recorded);
       expect((await today(userId)).requests).toBe(5);
-      expect(await publishedCount()).toBe(before + 5);
+      // One stream message for the five.
+      expect(await publishedCount()).toBe(before + 1);
+      expect(await lastPublishedIds()).toEqual(events.map((event) => event.id));
     } finally {
       redis.disconnect();
     }

@@ -1,6 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type Bus, BusError, describeZodError, publishWork } from '@jarvis/bus';
-import { ModelUsageEvent, modelUsageRecorded, type UsagePurpose } from '@jarvis/contracts';
+import {
+  ModelUsageEvent,
+  modelUsageRecorded,
+  USAGE_BATCH_MAX,
+  type UsagePurpose,
+} from '@jarvis/contracts';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -17,8 +22,8 @@ export type UsageMeter = {
   // after the call, so calls already running when one runs out may finish past it.
   admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
   // After a call: counts it against the user's day in Redis and publishes its usage event for
-  // the rollup. Calls recorded within SEND_AFTER_MS are sent together (one Redis write, one NATS
-  // write), and a user's are sent before that user's next admit's check, on the same connection,
+  // the rollup. Calls recorded within SEND_AFTER_MS are sent together (one Redis write, one
+  // stream message for all their events), and a user's are sent before that user's next admit's check, on the same connection,
   // so that check sees them even when the caller does not wait. Never throws: the answer must not
   // fail because accounting did. What does not land at once is retried in the background until
   // it does, and logged at error if it never does (overflow, shutdown), with the whole event, so
@@ -78,13 +83,19 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
   // Recordings not yet sent, and what settles their callers' promises once they are.
   let batch: Batch | undefined;
 
-  // One try of every item, counts first, then events: issued together, Redis's auto-pipelining
-  // and NATS's per-tick flush each put a whole batch in one write, which under load costs the
-  // event loop far less than two writes per call.
+  // One try of every item, counts first, then events: Redis's auto-pipelining puts the counts in
+  // one write, and the events not yet published go out as one stream message (per
+  // USAGE_BATCH_MAX), which the rollup applies in one statement: per call, a stream message, its
+  // ack, its delivery and four round trips to Postgres were most of what accounting cost.
   async function attempt(items: Pending[]): Promise<void> {
     for (const item of items) item.attempts += 1;
     await Promise.all(items.map(count));
-    await Promise.all(items.map(publish));
+    const unpublished = items.filter((item) => !item.isPublished);
+    const batches: Pending[][] = [];
+    for (let start = 0; start < unpublished.length; start += USAGE_BATCH_MAX) {
+      batches.push(unpublished.slice(start, start + USAGE_BATCH_MAX));
+    }
+    await Promise.all(batches.map(publish));
   }
 
   async function count(item: Pending): Promise<void> {
@@ -99,14 +110,17 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     }
   }
 
-  async function publish(item: Pending): Promise<void> {
-    const { event } = item;
-    if (item.isPublished) return;
+  async function publish(batch: Pending[]): Promise<void> {
+    const events = batch.map((item) => item.event);
+    const ids = events.map((event) => event.id);
+    // Named by its events: the same batch published again (a timeout that did land) is dropped
+    // by JetStream; a retry that batches differently is left to the rollup's per-event markers.
+    const messageId = createHash('sha1').update(ids.join(',')).digest('hex');
     try {
-      await withTimeout(publishWork(bus, modelUsageRecorded, event, event.id), 'nats');
-      item.isPublished = true;
+      await withTimeout(publishWork(bus, modelUsageRecorded, { events }, messageId), 'nats');
+      for (const item of batch) item.isPublished = true;
     } catch (error) {
-      logger.warn({ err: error, eventId: event.id }, 'usage event not published yet');
+      logger.warn({ err: error, eventIds: ids }, 'usage events not published yet');
     }
   }
 

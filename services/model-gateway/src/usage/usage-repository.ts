@@ -1,5 +1,5 @@
 import type { UsageDayRow, UsagePurpose } from '@jarvis/contracts';
-import { type Pool, withTransaction } from '@jarvis/db';
+import type { Pool } from '@jarvis/db';
 import { toNanos, utcDay } from './usage-units';
 
 // All the SQL of usage accounting.
@@ -16,40 +16,52 @@ export type RolledUpEvent = {
   at: string;
 };
 
-// Adds one event to its day's row, unless it was added before. False for a repeat. The marker
-// and the row change commit together, so a crash between them cannot count an event twice or
-// lose it; two deliveries racing each other serialise on the marker's primary key.
-export async function applyUsageEvent(pool: Pool, event: RolledUpEvent): Promise<boolean> {
-  return withTransaction(pool, async (client) => {
-    const marked = await client.query(
-      `INSERT INTO model_gateway.usage_events_applied (id) VALUES ($1)
-       ON CONFLICT (id) DO NOTHING`,
-      [event.id],
-    );
-    if (marked.rowCount === 0) return false;
-    await client.query(
-      `INSERT INTO model_gateway.usage_daily AS d
+// Adds events to their days' rows, each unless it was added before, in one statement; returns
+// how many were new. The markers and the rows change together, so a crash cannot count an event
+// twice or lose it. Deliveries racing each other serialise on the markers' primary key, taken in
+// id order and the rows in key order, so two batches never wait on each other crosswise.
+export async function applyUsageEvents(pool: Pool, events: RolledUpEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const { rows } = await pool.query<{ applied: number }>(
+    `WITH e AS (
+       SELECT DISTINCT ON (id) * FROM unnest(
+         $1::uuid[], $2::date[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+         $7::bigint[], $8::bigint[], $9::numeric[]
+       ) AS e(id, day, user_id, provider, model, purpose, input_tokens, output_tokens, cost_nanos)
+       ORDER BY id
+     ), marked AS (
+       INSERT INTO model_gateway.usage_events_applied (id) SELECT id FROM e ORDER BY id
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id
+     ), added AS (
+       INSERT INTO model_gateway.usage_daily AS d
          (day, user_id, provider, model, purpose, input_tokens, output_tokens, cost_usd, requests)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::numeric / 1000000000, 1)
+       SELECT day, user_id, provider, model, purpose, sum(input_tokens), sum(output_tokens),
+              sum(cost_nanos) / 1000000000, count(*)
+       FROM e WHERE id IN (SELECT id FROM marked)
+       GROUP BY day, user_id, provider, model, purpose
+       ORDER BY day, user_id, provider, model, purpose
        ON CONFLICT ON CONSTRAINT usage_daily_key DO UPDATE SET
          input_tokens = d.input_tokens + EXCLUDED.input_tokens,
          output_tokens = d.output_tokens + EXCLUDED.output_tokens,
          cost_usd = d.cost_usd + EXCLUDED.cost_usd,
-         requests = d.requests + 1,
-         updated_at = now()`,
-      [
-        utcDay(new Date(event.at)),
-        event.userId ?? null,
-        event.provider,
-        event.model,
-        event.purpose,
-        event.inputTokens,
-        event.outputTokens,
-        String(toNanos(event.costUsd)),
-      ],
-    );
-    return true;
-  });
+         requests = d.requests + EXCLUDED.requests,
+         updated_at = now()
+     )
+     SELECT count(*)::int AS applied FROM marked`,
+    [
+      events.map((event) => event.id),
+      events.map((event) => utcDay(new Date(event.at))),
+      events.map((event) => event.userId ?? null),
+      events.map((event) => event.provider),
+      events.map((event) => event.model),
+      events.map((event) => event.purpose),
+      events.map((event) => event.inputTokens),
+      events.map((event) => event.outputTokens),
+      events.map((event) => String(toNanos(event.costUsd))),
+    ],
+  );
+  return rows[0]?.applied ?? 0;
 }
 
 // Forgets the markers of events applied before `olderThanDays` days ago.

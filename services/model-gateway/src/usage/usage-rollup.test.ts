@@ -5,7 +5,7 @@ import type { Pool } from '@jarvis/db';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUsageMeter, type UsageMeter } from './usage-meter';
-import { applyUsageEvent, pruneAppliedEvents } from './usage-repository';
+import { applyUsageEvents, pruneAppliedEvents } from './usage-repository';
 import { startUsageRollup } from './usage-rollup';
 import {
   silentLogger,
@@ -123,34 +123,39 @@ describe('the usage rollup', () => {
     ]);
   });
 
-  it('counts an event delivered twice once', async () => {
+  it('counts an event delivered twice once, in batches or alone', async () => {
     const userId = randomUUID();
     const model = `model-${randomUUID()}`;
     const event = usageEvent({ userId, model, inputTokens: 7 });
+    const other = usageEvent({ userId, model, inputTokens: 2 });
 
-    // Two stream messages with the same event, past JetStream's own de-duplication: what a
-    // redelivery after a lost ack, or a republish after the duplicate window, looks like.
-    await publishWork(fixture.bus, modelUsageRecorded, event, randomUUID());
+    // Stream messages with the same event, past JetStream's own de-duplication: what a
+    // redelivery after a lost ack, a republish after the duplicate window, or a retry batched
+    // with other events looks like. Alone is how gateways before batches published.
+    await publishWork(fixture.bus, modelUsageRecorded, { events: [event] }, randomUUID());
+    await publishWork(fixture.bus, modelUsageRecorded, { events: [other, event] }, randomUUID());
     await publishWork(fixture.bus, modelUsageRecorded, event, randomUUID());
     await waitForRollup();
 
     expect(await rowsOf(userId, model)).toEqual([
-      expect.objectContaining({ input_tokens: '7', requests: '1' }),
+      expect.objectContaining({ input_tokens: '9', requests: '2' }),
     ]);
   });
 
-  it('applies one event once even when deliveries race each other', async () => {
+  it('applies each event once even when batches that share some race each other', async () => {
     const userId = randomUUID();
     const model = `model-${randomUUID()}`;
-    const event = usageEvent({ userId, model, inputTokens: 3 });
+    const [a, b, c] = [3, 5, 11].map((inputTokens) => usageEvent({ userId, model, inputTokens }));
+    if (!a || !b || !c) throw new Error('three events expected');
+    const batches = [[a, b], [b, c], [c, a], [a, b, c], [b]];
 
     const applied = await Promise.all(
-      Array.from({ length: 4 }, () => applyUsageEvent(pool, event)),
+      [...batches, ...batches].map((events) => applyUsageEvents(pool, events)),
     );
 
-    expect(applied.filter(Boolean)).toHaveLength(1);
+    expect(applied.reduce((sum, count) => sum + count, 0)).toBe(3);
     expect(await rowsOf(userId, model)).toEqual([
-      expect.objectContaining({ input_tokens: '3', requests: '1' }),
+      expect.objectContaining({ input_tokens: '19', requests: '3' }),
     ]);
   });
 
@@ -173,8 +178,10 @@ describe('the usage rollup', () => {
   it('prunes only the markers older than the redelivery horizon', async () => {
     const old = randomUUID();
     const recent = randomUUID();
-    await applyUsageEvent(pool, usageEvent({ id: old, model: 'prune-test' }));
-    await applyUsageEvent(pool, usageEvent({ id: recent, model: 'prune-test' }));
+    await applyUsageEvents(pool, [
+      usageEvent({ id: old, model: 'prune-test' }),
+      usageEvent({ id: recent, model: 'prune-test' }),
+    ]);
     await pool.query(
       `UPDATE model_gateway.usage_events_applied SET applied_at = now() - interval '8 days'
        WHERE id = $1`,

@@ -2,7 +2,7 @@ import { type Bus, ensureWorkQueue, startWorker, type WorkQueueOptions } from '@
 import { MODEL_USAGE_STREAM, modelUsageRecorded } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
-import { applyUsageEvent, pruneAppliedEvents } from './usage-repository';
+import { applyUsageEvents, pruneAppliedEvents } from './usage-repository';
 
 const USAGE_QUEUE: WorkQueueOptions = {
   stream: MODEL_USAGE_STREAM,
@@ -27,7 +27,8 @@ export async function ensureUsageStream(bus: Bus): Promise<void> {
   await ensureWorkQueue(bus, modelUsageRecorded, USAGE_QUEUE);
 }
 
-// The durable consumer that rolls usage events up in Postgres, each event id exactly once.
+// The durable consumer that rolls usage events up in Postgres, each event id exactly once, a
+// stream message (a batch of events) in one statement.
 export async function startUsageRollup(deps: {
   bus: Bus;
   pool: Pool;
@@ -35,9 +36,12 @@ export async function startUsageRollup(deps: {
 }): Promise<{ stop(): Promise<void> }> {
   const { bus, pool, logger } = deps;
   await ensureUsageStream(bus);
-  const worker = await startWorker(bus, modelUsageRecorded, USAGE_QUEUE, async (event) => {
-    const isNew = await applyUsageEvent(pool, event);
-    if (!isNew) logger.debug({ eventId: event.id }, 'usage event already rolled up');
+  const worker = await startWorker(bus, modelUsageRecorded, USAGE_QUEUE, async (message) => {
+    const events = 'events' in message ? message.events : [message];
+    const applied = await applyUsageEvents(pool, events);
+    if (applied < events.length) {
+      logger.debug({ events: events.length, applied }, 'usage events already rolled up');
+    }
     return { type: 'ack' };
   });
 

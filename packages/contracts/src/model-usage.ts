@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { Id } from './common';
 import { defineEvent, defineRpc } from './define';
 
-// Token and cost accounting of model calls. Every call the model gateway makes is one usage
-// event, sent on JetStream with the others of its batch; the gateway rolls the events up in Postgres per user, model, purpose and
-// UTC day, and keeps today's totals in Redis to enforce the per-user budgets.
+// Token and cost accounting of model calls. Every call the model gateway makes is one usage event,
+// sent on JetStream with the others of its batch; the gateway rolls the events up in Postgres per
+// user, model, purpose and UTC day, and keeps today's totals in Redis to enforce the per-user
+// budgets.
 
 // What the call was for: the chat purposes, and embeddings (memory indexing, search).
 export const UsagePurpose = z.enum(['chat', 'utility', 'embed']);

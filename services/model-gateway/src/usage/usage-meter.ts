@@ -21,13 +21,13 @@ export type UsageMeter = {
   // calls without a user are always admitted (and still counted). The daily budgets are charged
   // after the call, so calls already running when one runs out may finish past it.
   admit(userId: string | undefined, purpose: UsagePurpose): Promise<void>;
-  // After a call: counts it against the user's day in Redis and publishes its usage event for
-  // the rollup. Calls recorded within SEND_AFTER_MS are sent together (one Redis write, one
-  // stream message for all their events), and a user's are sent before that user's next admit's check, on the same connection,
-  // so that check sees them even when the caller does not wait. Never throws: the answer must not
-  // fail because accounting did. What does not land at once is retried in the background until
-  // it does, and logged at error if it never does (overflow, shutdown), with the whole event, so
-  // no usage is lost silently.
+  // After a call: counts it against the user's day in Redis and publishes its usage event for the
+  // rollup. Calls recorded within SEND_AFTER_MS are sent together (one Redis write, one stream
+  // message for all their events), and a user's are sent before that user's next admit's check, on
+  // the same connection, so that check sees them even when the caller does not wait. Never throws:
+  // the answer must not fail because accounting did. What does not land at once is retried in the
+  // background until it does, and logged at error if it never does (overflow, shutdown), with the
+  // whole event, so no usage is lost silently.
   record(event: UsageEvent): Promise<void>;
   // Tries what is still pending once more; run before the bus and Redis close.
   stop(): Promise<void>;

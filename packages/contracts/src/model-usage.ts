@@ -54,10 +54,14 @@ export type ModelUsageBatch = z.input<typeof ModelUsageBatch>;
 
 // A message of the usage stream: a batch, or a single event, which is what gateways published
 // before batches (a stream may still hold some of those after an upgrade).
-export const modelUsageRecorded = defineEvent(
-  'model-gateway.usage.recorded',
-  z.union([ModelUsageBatch, ModelUsageEvent]),
-);
+export const ModelUsageRecorded = z.union([ModelUsageBatch, ModelUsageEvent]);
+export type ModelUsageRecorded = z.infer<typeof ModelUsageRecorded>;
+export const modelUsageRecorded = defineEvent('model-gateway.usage.recorded', ModelUsageRecorded);
+
+// The events a message of the usage stream carries, whichever its shape.
+export function usageEventsOf(message: ModelUsageRecorded): z.infer<typeof ModelUsageEvent>[] {
+  return 'events' in message ? message.events : [message];
+}
 
 // What is wrong with a from/to range, if anything, and on which side. Shared by the schemas
 // below and the service, which checks again once it has filled in the defaults.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BusError } from '@jarvis/bus';
 import { catchBusError } from '@jarvis/bus/testing';
-import { MODEL_USAGE_STREAM, modelUsageRecorded } from '@jarvis/contracts';
+import { MODEL_USAGE_STREAM, modelUsageRecorded, usageEventsOf } from '@jarvis/contracts';
 import { freePort, REDIS_URL, waitFor } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,8 +65,7 @@ async function lastPublishedIds(): Promise<string[]> {
   const message = await jsm.streams.getMessage(fixture.bus.streamName(MODEL_USAGE_STREAM), {
     last_by_subj: fixture.bus.subject(modelUsageRecorded.subject),
   });
-  const payload = modelUsageRecorded.payload.parse(message.json());
-  return 'events' in payload ? payload.events.map((event) => event.id) : [payload.id];
+  return usageEventsOf(modelUsageRecorded.payload.parse(message.json())).map((event) => event.id);
 }
 
 // A client of a port nothing listens on, that fails each command at once.

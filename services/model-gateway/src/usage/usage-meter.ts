@@ -91,11 +91,11 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     for (const item of items) item.attempts += 1;
     await Promise.all(items.map(count));
     const unpublished = items.filter((item) => !item.isPublished);
-    const batches: Pending[][] = [];
+    const messages: Pending[][] = [];
     for (let start = 0; start < unpublished.length; start += USAGE_BATCH_MAX) {
-      batches.push(unpublished.slice(start, start + USAGE_BATCH_MAX));
+      messages.push(unpublished.slice(start, start + USAGE_BATCH_MAX));
     }
-    await Promise.all(batches.map(publish));
+    await Promise.all(messages.map(publish));
   }
 
   async function count(item: Pending): Promise<void> {
@@ -110,15 +110,17 @@ export function createUsageMeter(deps: UsageMeterDeps): UsageMeter {
     }
   }
 
-  async function publish(batch: Pending[]): Promise<void> {
-    const events = batch.map((item) => item.event);
+  // One stream message of these items' events.
+  async function publish(items: Pending[]): Promise<void> {
+    const events = items.map((item) => item.event);
     const ids = events.map((event) => event.id);
-    // Named by its events: the same batch published again (a timeout that did land) is dropped
-    // by JetStream; a retry that batches differently is left to the rollup's per-event markers.
+    // Named by its events: the same message published again (a timeout that did land) is
+    // dropped by JetStream; a retry that groups them otherwise is left to the rollup's
+    // per-event markers.
     const messageId = createHash('sha1').update(ids.join(',')).digest('hex');
     try {
       await withTimeout(publishWork(bus, modelUsageRecorded, { events }, messageId), 'nats');
-      for (const item of batch) item.isPublished = true;
+      for (const item of items) item.isPublished = true;
     } catch (error) {
       logger.warn({ err: error, eventIds: ids }, 'usage events not published yet');
     }

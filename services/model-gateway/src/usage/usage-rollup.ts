@@ -1,5 +1,5 @@
 import { type Bus, ensureWorkQueue, startWorker, type WorkQueueOptions } from '@jarvis/bus';
-import { MODEL_USAGE_STREAM, modelUsageRecorded } from '@jarvis/contracts';
+import { MODEL_USAGE_STREAM, modelUsageRecorded, usageEventsOf } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
 import { applyUsageEvents, pruneAppliedEvents } from './usage-repository';
@@ -37,7 +37,7 @@ export async function startUsageRollup(deps: {
   const { bus, pool, logger } = deps;
   await ensureUsageStream(bus);
   const worker = await startWorker(bus, modelUsageRecorded, USAGE_QUEUE, async (message) => {
-    const events = 'events' in message ? message.events : [message];
+    const events = usageEventsOf(message);
     const applied = await applyUsageEvents(pool, events);
     if (applied < events.length) {
       logger.debug({ events: events.length, applied }, 'usage events already rolled up');

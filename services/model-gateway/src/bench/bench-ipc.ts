@@ -45,6 +45,9 @@ export const GatewayCommand = z.discriminatedUnion('type', [
   z.object({ type: z.literal('take-timings') }),
 ]);
 
+// The embedded Postgres only reports its CPU time.
+export const PostgresCommand = CpuCommand;
+
 export const FakeCommand = z.discriminatedUnion('type', [
   CpuCommand,
   // How long, on average, the fake holds each answer from now on; also forgets the requests it
@@ -53,7 +56,11 @@ export const FakeCommand = z.discriminatedUnion('type', [
 ]);
 
 export const Report = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('ready'), openaiBaseUrl: z.string().optional() }),
+  z.object({
+    type: z.literal('ready'),
+    openaiBaseUrl: z.string().optional(),
+    databaseUrl: z.string().optional(),
+  }),
   // CPU time (all threads) and event-loop time, active and idle, since the process started.
   z.object({
     type: z.literal('cpu'),

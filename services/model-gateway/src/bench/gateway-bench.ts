@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,6 +14,7 @@ import {
   type ModelChatRequest,
   modelChat,
 } from '@jarvis/contracts';
+import { createPool, type Pool } from '@jarvis/db';
 import { startTelemetry } from '@jarvis/telemetry';
 import { NATS_URL, REDIS_URL, uniqueNamespace } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
@@ -25,6 +26,7 @@ import {
   type FakeCommand,
   type GatewayCommand,
   markerFor,
+  type PostgresCommand,
   type Report,
   startChild,
 } from './bench-ipc';
@@ -33,11 +35,13 @@ import {
 // being a p95 under 5 ms with 50 concurrent requesters on this 2-core machine.
 //
 // Three processes, as in production: the requesters (this one), the gateway (gateway-process.ts,
-// built as main.ts builds it) and the model, here the testkit's fake OpenAI-compatible server
-// (fake-llm-process.ts), which answers at once unless a scenario delays it. The fake gets a
-// process of its own so that its work is not charged to the gateway's event loop, nor the
-// gateway's to the requesters'. NATS and Redis are this machine's servers; everything shares its
-// two cores, as a deployment on it would.
+// built as main.ts builds it, its usage rollup into Postgres included) and the model, here the
+// testkit's fake OpenAI-compatible server (fake-llm-process.ts), which answers at once unless a
+// scenario delays it. The fake gets a process of its own so that its work is not charged to the
+// gateway's event loop, nor the gateway's to the requesters'. NATS and Redis are this machine's
+// servers; Postgres is DATABASE_URL's, or else the embedded one in a fourth process
+// (postgres-process.ts), as `make dev` runs it. Everything shares the machine's two cores, as a
+// deployment on it would.
 //
 // Every scenario sends the same chat request (shaped like the orchestrator's: a system message
 // with profile, summary and memories, six messages of history, about 2 KB) two ways, in
@@ -60,6 +64,10 @@ import {
 // samples of the slow scenario, whose queue would be the p95 (measured: a p95 of 16-19 ms
 // before the provider call for those, against under 1 ms for the rest).
 //
+// Each block of gateway requests ends once the rollup has counted every one of its calls in
+// Postgres, so the block's CPU figures include that work, and the next block does not run beside
+// it; the run fails if usage goes missing.
+//
 // BENCH_REQUESTS (2000) and BENCH_WARM_UP (200) set the requests per scenario and way;
 // BENCH_SCENARIOS (ids, comma-separated) runs only some; BENCH_CPU_PROF=<dir> writes CPU
 // profiles of the gateway process there when the run ends.
@@ -74,6 +82,8 @@ const ROUNDS = 4;
 const USERS = Array.from({ length: 500 }, () => randomUUID());
 const MODEL = 'fake-bench';
 const TARGET_P95_MS = 5;
+// How long a block waits for the rollup to count its calls before the run fails.
+const ROLLUP_WAIT_MS = 30_000;
 
 type Mode = 'unary' | 'stream';
 type Scenario = {
@@ -148,18 +158,22 @@ const QUESTION =
 
 type Target = 'direct' | 'gateway';
 type Sample = { marker: string; totalMs: number; firstChunkMs: number | undefined };
-// CPU time of the bench's three processes, and of the whole machine (all cores, Linux only):
-// busy, and stolen by the hypervisor; and the gateway's event loop time, active and in all.
+// CPU time of the bench's three processes and of Postgres, and of the whole machine (all cores,
+// Linux only): busy, and stolen by the hypervisor; and the gateway's event loop time, active and
+// in all.
 type Cpu = {
   requester: number;
   gateway: number;
   fake: number;
+  database: number;
   machine: number;
   steal: number;
   gatewayLoopActive: number;
   gatewayLoop: number;
 };
-type Block = { samples: Sample[]; wallMs: number; cpuMs: Cpu };
+// wallMs: the requests' time; cpuWallMs: the time the CPU figures cover, which for the gateway
+// way adds the wait for the rollup.
+type Block = { samples: Sample[]; wallMs: number; cpuWallMs: number; cpuMs: Cpu };
 type Summary = { p50: number; p95: number; p99: number; mean: number; max: number };
 
 type Context = {
@@ -167,6 +181,18 @@ type Context = {
   openai: OpenAI;
   gateway: BenchChild<typeof GatewayCommand>;
   fake: BenchChild<typeof FakeCommand>;
+  database: Database;
+};
+
+// The Postgres the gateway rolls usage up in: the bench reads the rollup's counts from it, and its
+// CPU time from the embedded one's process, or else from /proc (every process named postgres).
+type Database = {
+  pool: Pool;
+  embedded: BenchChild<typeof PostgresCommand> | undefined;
+  // Calls of the bench's model counted before this run, and chat calls made through the gateway
+  // since: the rollup has caught up when it has counted both.
+  countedBefore: number;
+  callsMade: number;
 };
 
 let sequence = 0;
@@ -236,7 +262,7 @@ async function callGateway(
 }
 
 async function cpuOf(
-  child: BenchChild<typeof GatewayCommand | typeof FakeCommand>,
+  child: BenchChild<typeof GatewayCommand | typeof FakeCommand | typeof PostgresCommand>,
 ): Promise<Extract<Report, { type: 'cpu' }>> {
   const report = await child.ask({ type: 'cpu' });
   if (report.type !== 'cpu') throw new Error(`asked for CPU time, got ${report.type}`);
@@ -257,15 +283,62 @@ async function machineMicros(): Promise<{ busy: number; steal: number }> {
   return { busy: (user + nice + system + irq + softirq) * 10_000, steal: steal * 10_000 };
 }
 
+// CPU time in µs of the processes named postgres (10 ms ticks); NaN without /proc.
+async function postgresServerMicros(): Promise<number> {
+  const pids = await readdir('/proc').catch(() => []);
+  let ticks = 0;
+  let isReadable = false;
+  for (const pid of pids.filter((name) => /^\d+$/.test(name))) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    isReadable = true;
+    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return isReadable ? ticks * 10_000 : Number.NaN;
+}
+
+async function databaseMicros(database: Database): Promise<number> {
+  return database.embedded ? (await cpuOf(database.embedded)).micros : postgresServerMicros();
+}
+
+async function countedCalls(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ requests: string }>(
+    'SELECT coalesce(sum(requests), 0) AS requests FROM model_gateway.usage_daily WHERE model = $1',
+    [MODEL],
+  );
+  return Number(rows[0]?.requests ?? 0);
+}
+
+// Until the rollup has counted every chat call made through the gateway so far.
+async function waitForRollup(database: Database): Promise<void> {
+  const deadline = Date.now() + ROLLUP_WAIT_MS;
+  for (;;) {
+    const behind =
+      database.callsMade - ((await countedCalls(database.pool)) - database.countedBefore);
+    if (behind === 0) return;
+    if (behind < 0) throw new Error(`the rollup counted ${-behind} calls more than were made`);
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the usage rollup is still ${behind} calls behind after ${ROLLUP_WAIT_MS} ms`,
+      );
+    }
+    await sleep(10);
+  }
+}
+
 async function cpuNow(context: Context): Promise<Cpu> {
   const { user, system } = process.cpuUsage();
   const gateway = await cpuOf(context.gateway);
   const fake = await cpuOf(context.fake);
+  const database = await databaseMicros(context.database);
   const machine = await machineMicros();
   return {
     requester: user + system,
     gateway: gateway.micros,
     fake: fake.micros,
+    database,
     machine: machine.busy,
     steal: machine.steal,
     // In µs like the rest.
@@ -294,28 +367,32 @@ async function runBlock(
       sequence += 1;
       const marker = markerFor(sequence);
       const userId = scenario.hasUser ? USERS[sequence % USERS.length] : undefined;
-      samples.push(
-        target === 'direct'
-          ? await callDirect(context.openai, scenario.mode, marker)
-          : await callGateway(context.bus, scenario.mode, marker, userId),
-      );
+      if (target === 'direct') {
+        samples.push(await callDirect(context.openai, scenario.mode, marker));
+      } else {
+        samples.push(await callGateway(context.bus, scenario.mode, marker, userId));
+        context.database.callsMade += 1;
+      }
     }
   };
   await Promise.all(
     Array.from({ length: Math.min(scenario.concurrency, count) }, (_, index) => requester(index)),
   );
   const wallMs = performance.now() - started;
+  if (target === 'gateway') await waitForRollup(context.database);
+  const cpuWallMs = performance.now() - started;
   const after = await cpuNow(context);
   const cpuMs = {
     requester: (after.requester - before.requester) / 1_000,
     gateway: (after.gateway - before.gateway) / 1_000,
     fake: (after.fake - before.fake) / 1_000,
+    database: (after.database - before.database) / 1_000,
     machine: (after.machine - before.machine) / 1_000,
     steal: (after.steal - before.steal) / 1_000,
     gatewayLoopActive: (after.gatewayLoopActive - before.gatewayLoopActive) / 1_000,
     gatewayLoop: (after.gatewayLoop - before.gatewayLoop) / 1_000,
   };
-  return { samples, wallMs, cpuMs };
+  return { samples, wallMs, cpuWallMs, cpuMs };
 }
 
 async function takeTimings(context: Context) {
@@ -353,20 +430,22 @@ function difference(a: Summary, b: Summary) {
 function merge(blocks: Block[]) {
   const samples = blocks.flatMap((block) => block.samples);
   const wallMs = blocks.reduce((sum, block) => sum + block.wallMs, 0);
+  const cpuWallMs = blocks.reduce((sum, block) => sum + block.cpuWallMs, 0);
   const total = (key: keyof Cpu) => blocks.reduce((sum, block) => sum + block.cpuMs[key], 0);
   const perRequest = (key: keyof Cpu) => round(total(key) / samples.length, 3);
-  const ours = total('requester') + total('gateway') + total('fake');
+  const ours = total('requester') + total('gateway') + total('fake') + total('database');
   return {
     samples,
     requestsPerSecond: Math.round((samples.length / wallMs) * 1_000),
     // Cores kept busy by everything else: NATS, Redis, and whatever else runs on the machine.
-    otherCores: round((total('machine') - ours) / wallMs),
-    stealCores: round(total('steal') / wallMs),
+    otherCores: round((total('machine') - ours) / cpuWallMs),
+    stealCores: round(total('steal') / cpuWallMs),
     gatewayLoopBusy: round(total('gatewayLoopActive') / total('gatewayLoop')),
     cpuMsPerRequest: {
       requester: perRequest('requester'),
       gateway: perRequest('gateway'),
       fake: perRequest('fake'),
+      database: perRequest('database'),
     },
   };
 }
@@ -542,6 +621,7 @@ function cpuTable(results: ScenarioResult[]): Table {
       'requester, direct',
       'fake, through the gateway',
       'fake, direct',
+      'Postgres (usage rollup)',
       'provider time in the gateway p50/p95/p99',
       'gateway event loop busy',
       'other cores busy, gateway / direct',
@@ -554,6 +634,7 @@ function cpuTable(results: ScenarioResult[]): Table {
       String(result.direct.cpuMsPerRequest.requester),
       String(result.gateway.cpuMsPerRequest.fake),
       String(result.direct.cpuMsPerRequest.fake),
+      String(result.gateway.cpuMsPerRequest.database),
       triple(result.gateway.providerMs),
       `${Math.round(result.gateway.eventLoopBusy * 100)} %`,
       `${result.gateway.otherCores} / ${result.direct.otherCores}`,
@@ -619,10 +700,11 @@ round trip.
 ## Method
 
 Three processes, as in production: the requesters (the bench), the gateway (built as \`main.ts\`
-builds it, in a process of its own) and the model: the testkit's fake OpenAI-compatible server,
-in a process of its own, answering at once (or after the row's delay). NATS and Redis are this
-machine's servers. All of it shares the same ${machine.cpus} cores, and other work on the machine
-shows in the figures: see the load average above.
+builds it, in a process of its own, its usage rollup included) and the model: the testkit's fake
+OpenAI-compatible server, in a process of its own, answering at once (or after the row's delay).
+NATS and Redis are this machine's servers; Postgres: ${machine.database}. All of it shares the
+same ${machine.cpus} cores, and other work on the machine shows in the figures: see the load
+average above.
 
 - **direct**: the \`openai\` SDK straight to the fake, same request body, same concurrency: the
   provider's time without a gateway.
@@ -654,8 +736,11 @@ per-minute rate window; skipped without a user id), the provider cooldown check 
 redaction of the prompt, the GenAI span and metrics, and the reply's validation. Usage recording
 (a Redis script per call and a JetStream publish, sent together for the calls of one turn of the
 event loop) runs after the reply, but on the same event loop, so its cost shows in the others'.
-Not included: the provider call itself (the provider's time); the usage rollup into Postgres (a
-JetStream consumer off the request path, not run here); the health and metrics HTTP server.
+The usage rollup (a JetStream consumer in the gateway's process that counts each batch of usage
+events in Postgres in one statement) runs off the request path, but on the same event loop: each
+block of gateway requests ends when the rollup has counted all its calls, so its CPU is in the
+block's figures. Not included: the provider call itself (the provider's time); the health and
+metrics HTTP server.
 
 Settings in effect: ${report.settings}.
 
@@ -677,10 +762,12 @@ ${markdownTable(cpuTable(report.scenarios))}
 
 "Gateway event loop busy" is the share of the gateway way's time in which the gateway's event
 loop ran code (\`performance.eventLoopUtilization\`): near 100 % it is saturated, and requests
-queue. "Other cores busy" is the machine's busy time outside the bench's three processes, in
-cores, over each way's blocks: NATS and Redis (busier through the gateway, which calls both), plus
-anything else running on the machine; a high figure on the direct way means the run shared the
-machine. "Stolen cores" is CPU time the hypervisor gave to other guests.
+queue. "Postgres (usage rollup)" is the database's CPU per gateway request: the embedded one's
+process, or every process named postgres on the machine. "Other cores busy" is the machine's busy
+time outside the bench's processes and Postgres, in cores, over each way's blocks: NATS and Redis
+(busier through the gateway, which calls both), plus anything else running on the machine; a high
+figure on the direct way means the run shared the machine. "Stolen cores" is CPU time the
+hypervisor gave to other guests.
 `;
 }
 
@@ -769,10 +856,22 @@ const fake = await startChild<typeof FakeCommand>(
 );
 const openaiBaseUrl = fake.ready.type === 'ready' ? fake.ready.openaiBaseUrl : undefined;
 if (!openaiBaseUrl) throw new Error('the fake model process did not say where it listens');
+const embedded = process.env.DATABASE_URL
+  ? undefined
+  : await startChild<typeof PostgresCommand>(
+      'embedded postgres',
+      new URL('./postgres-process.ts', import.meta.url),
+      { env: process.env },
+    );
+const databaseUrl =
+  process.env.DATABASE_URL ??
+  (embedded?.ready.type === 'ready' ? embedded.ready.databaseUrl : undefined);
+if (!databaseUrl) throw new Error('the embedded postgres process did not say where it listens');
 const gatewayEnv = {
   ...process.env,
   NATS_URL,
   REDIS_URL,
+  DATABASE_URL: databaseUrl,
   NATS_NAMESPACE: namespace,
   OPENAI_API_KEY: 'bench-key',
   OPENAI_BASE_URL: openaiBaseUrl,
@@ -794,9 +893,17 @@ const gateway = await startChild<typeof GatewayCommand>(
   { env: gatewayEnv, execArgv: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] },
 );
 const openai = new OpenAI({ apiKey: 'bench-key', baseURL: openaiBaseUrl, maxRetries: 0 });
+// The gateway has migrated the database by now.
+const pool = createPool({ url: databaseUrl, applicationName: 'model-gateway-bench', max: 1 });
 
 try {
-  const context: Context = { bus, openai, gateway, fake };
+  const database: Database = {
+    pool,
+    embedded,
+    countedBefore: await countedCalls(pool),
+    callsMade: 0,
+  };
+  const context: Context = { bus, openai, gateway, fake, database };
   const machine = {
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model ?? 'unknown',
@@ -805,6 +912,9 @@ try {
     nats: bus.nc.info?.version ?? 'unknown',
     redis: await redisVersion(redis),
     gatewayCode: await gatewayVersion(),
+    database: embedded
+      ? 'the embedded one (PGlite with pgvector) in a process of its own'
+      : `PostgreSQL ${(await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? 'unknown'} at DATABASE_URL`,
     loadAverageAtStart,
   };
   // JIT and connection pools warm in every process before the first scenario, so that it is not
@@ -837,6 +947,10 @@ try {
 } finally {
   await gateway.stop();
   await fake.stop();
+  // The rows of the bench's model; the markers of its events are pruned with the others.
+  await pool.query('DELETE FROM model_gateway.usage_daily WHERE model = $1', [MODEL]);
+  await pool.end();
+  await embedded?.stop();
   const jsm = await bus.nc.jetstreamManager();
   await jsm.streams.delete(bus.streamName(MODEL_USAGE_STREAM)).catch(() => false);
   for await (const keys of redis.scanStream({ match: `${namespace}:*`, count: 500 })) {

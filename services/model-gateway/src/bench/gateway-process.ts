@@ -1,4 +1,5 @@
 import { Bus } from '@jarvis/bus';
+import { createPool, migrate } from '@jarvis/db';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { loadEnv } from '../env';
 import { registerHandlers } from '../handlers';
@@ -8,7 +9,7 @@ import { createRouting } from '../routing/create-routing';
 import { createGenAiMetrics } from '../telemetry/gen-ai';
 import { usageLimitsFrom } from '../usage/usage-env';
 import { createUsageMeter, type UsageMeter } from '../usage/usage-meter';
-import { ensureUsageStream } from '../usage/usage-rollup';
+import { startUsageRollup } from '../usage/usage-rollup';
 import {
   cpuReport,
   findMarker,
@@ -21,8 +22,9 @@ import {
 
 // The gateway for gateway-bench.ts, in a process of its own, built as main.ts builds it: the
 // same env parsing, telemetry (a real tracer provider, no exporter), Redis and NATS clients,
-// usage meter with the default budgets, routing and handlers. Left out: Postgres (the usage
-// rollup and the usage queries, both off the request path) and the health/metrics HTTP server.
+// usage meter with the default budgets, the usage rollup into Postgres (it runs on the same
+// event loop as the calls, so its cost is theirs), routing and handlers. Left out: the usage
+// queries (no one asks) and the health/metrics HTTP server.
 // One addition: stopwatches. Each provider call is timed with its request's marker, so the bench
 // can subtract the provider's own time from the round trip of the same request; budget
 // admission, the cooldown check and usage recording are timed too, to show where the rest goes.
@@ -35,6 +37,11 @@ const telemetry = startTelemetry({
   otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
 });
 const logger = createLogger(SERVICE, env.LOG_LEVEL);
+const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
+await migrate(pool, {
+  schema: 'model_gateway',
+  directory: new URL('../../migrations', import.meta.url),
+});
 const redis = createRedis(env.REDIS_URL);
 await redis.connect();
 const bus = await Bus.connect({
@@ -43,7 +50,7 @@ const bus = await Bus.connect({
   name: SERVICE,
   logger,
 });
-await ensureUsageStream(bus);
+const rollup = await startUsageRollup({ bus, pool, logger });
 const stages: StageTimings = { admit: [], cooldown: [], record: [] };
 const usageMeter = createUsageMeter({ redis, bus, limits: usageLimitsFrom(env), logger });
 const meter: UsageMeter = {
@@ -81,8 +88,10 @@ serveCommands(
   },
   async () => {
     for (const subscription of subscriptions) subscription.unsubscribe();
+    await rollup.stop();
     await meter.stop();
     await bus.close();
+    await pool.end();
     redis.disconnect();
     await telemetry.stop();
   },

@@ -20,6 +20,7 @@ import {
   markRunCompleted,
   markRunStarted,
   type NewRun,
+  type RunCompletion,
 } from '../repositories/runs-repository';
 import { watchTurnCancellations } from './cancel-turn';
 import { runTurn, type TurnDeps } from './run-turn';
@@ -107,6 +108,16 @@ async function queueRun(): Promise<Turn> {
   };
 }
 
+function completion(replyContent: string): RunCompletion {
+  return {
+    replyMessageId: randomUUID(),
+    replyContent,
+    provider: 'openai',
+    model: 'fake-gpt',
+    usage: { inputTokens: 12, outputTokens: 2 },
+  };
+}
+
 // Collects the events published for one turn; the subscription is live on return.
 async function listenToTurn(turnId: string): Promise<{ events: TurnEvent[]; stop(): void }> {
   const events: TurnEvent[] = [];
@@ -118,20 +129,24 @@ async function listenToTurn(turnId: string): Promise<{ events: TurnEvent[]; stop
 }
 
 describe('runTurn', () => {
-  it('drops a turn that has no run', async () => {
+  it('drops a turn that has no run, and leaves its conversation unlocked', async () => {
+    const conversationId = randomUUID();
     const outcome = await runTurn(
       deps,
       {
         turnId: randomUUID(),
         runId: randomUUID(),
         userId: randomUUID(),
-        conversationId: randomUUID(),
+        conversationId,
         userMessageId: randomUUID(),
       },
       1,
     );
 
     expect(outcome).toEqual({ type: 'drop' });
+    const lock = await tryLockConversation(redis, bus.namespace, conversationId, 5_000);
+    expect(lock).toBeDefined();
+    await lock?.release();
   });
 
   it('does not find a run through another user', async () => {
@@ -171,6 +186,21 @@ describe('runTurn', () => {
     expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.attempts).toBe(1);
   });
 
+  it("announces a finished turn again while its conversation is locked, and keeps the holder's lock", async () => {
+    const turn = await queueRun();
+    await markRunCompleted(db.pool, turn.runId, completion('Purple.'));
+    const other = await tryLockConversation(redis, bus.namespace, turn.conversationId, 5_000);
+    const listening = await listenToTurn(turn.turnId);
+
+    const outcome = await runTurn(deps, turn, 2);
+
+    expect(outcome).toEqual({ type: 'ack' });
+    await waitFor(() => listening.events[0], { what: 'the done event' });
+    listening.stop();
+    expect(await other?.renew()).toBe(true);
+    await other?.release();
+  });
+
   it('announces the stored error again when a failed turn is redelivered', async () => {
     const turn = await queueRun();
     await db.pool.query(
@@ -201,6 +231,18 @@ describe('runTurn', () => {
     expect(other).toBeDefined();
 
     const outcome = await runTurn(deps, turn, 1);
+    await other?.release();
+
+    expect(outcome).toEqual({ type: 'retry', delayMs: 250 });
+    const run = await findRunByTurn(db.pool, turn.userId, turn.turnId);
+    expect(run).toMatchObject({ status: 'queued', attempts: 0 });
+  });
+
+  it("locks the run's own conversation when the turn's message names another", async () => {
+    const turn = await queueRun();
+    const other = await tryLockConversation(redis, bus.namespace, turn.conversationId, 5_000);
+
+    const outcome = await runTurn(deps, { ...turn, conversationId: randomUUID() }, 1);
     await other?.release();
 
     expect(outcome).toEqual({ type: 'retry', delayMs: 250 });
@@ -277,13 +319,7 @@ describe('runs repository', () => {
   it('does not reopen a completed run when a late delivery starts it again', async () => {
     const run = await insertRun(db.pool, newRun());
     await markRunStarted(db.pool, run.id);
-    await markRunCompleted(db.pool, run.id, {
-      replyMessageId: randomUUID(),
-      replyContent: 'Hello!',
-      provider: 'openai',
-      model: 'fake-gpt',
-      usage: { inputTokens: 12, outputTokens: 2 },
-    });
+    await markRunCompleted(db.pool, run.id, completion('Hello!'));
 
     await expect(markRunStarted(db.pool, run.id)).rejects.toThrow(/has finished/);
 

@@ -14,7 +14,7 @@ import {
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
-import { tryLockConversation } from '../conversation-lock';
+import { type ConversationLock, tryLockConversation } from '../conversation-lock';
 import {
   countRunApprovals,
   findApproval,
@@ -83,21 +83,20 @@ export async function runTurn(
   // is in its saved state), never reads it.
   const expected = expectChatModel(deps);
   expected.catch(() => {});
-  const run = await findRunByTurn(deps.pool, turn.userId, turn.turnId);
+  const { run, lock } = await findRunAndLock(deps, turn);
   if (!run) {
+    await lock?.release().catch(() => {});
     deps.logger.error({ turnId: turn.turnId }, 'turn has no run; dropping');
     return { type: 'drop' };
   }
+  const { approval, latest } = await readApprovals(deps, turn, run).catch(
+    async (error: unknown) => {
+      await lock?.release().catch(() => {});
+      throw error;
+    },
+  );
   // A resume goes on only from the approval the run last paused on; anything else (a turn that
   // already finished or paused, a stale resume) only needs its outcome announced again.
-  const approval = turn.approvalId
-    ? await findApproval(deps.pool, run.userId, turn.approvalId)
-    : undefined;
-  // Needed only to resume, or to announce a run that waits for an approval.
-  const latest =
-    turn.approvalId || run.status === 'waiting_approval'
-      ? await findLatestApproval(deps.pool, run.id)
-      : undefined;
   const canResume =
     approval !== undefined &&
     approval.status !== 'pending' &&
@@ -106,16 +105,10 @@ export async function runTurn(
   const isDone =
     run.status === 'completed' || run.status === 'failed' || run.status === 'waiting_approval';
   if (turn.approvalId ? !canResume : isDone) {
+    await lock?.release().catch(() => {});
     announce(deps.bus, toEvent(run, latest));
     return { type: 'ack' };
   }
-
-  const lock = await tryLockConversation(
-    deps.redis,
-    deps.bus.namespace,
-    run.conversationId,
-    deps.lockLeaseMs,
-  );
   if (!lock) return { type: 'retry', delayMs: LOCKED_RETRY_MS };
   // A reply, or the note that takes its place, is stored under this key: never two.
   const replyKey =
@@ -139,9 +132,16 @@ export async function runTurn(
     if (await isOutOfAttempts(deps, run, run.attempts)) {
       throw new BusError('internal', `the turn failed ${run.attempts} times`);
     }
-    cancellation = await deps.cancellations.watch(run.turnId);
-    attempt = await markRunStarted(deps.pool, run.id);
-    const loop = loopDeps(deps, attempt, run, cancellation.signal, turn.stream === true);
+    // Side by side: a cancel found now stops the run at its first step, as one that comes later.
+    const [watched, started] = await Promise.allSettled([
+      deps.cancellations.watch(run.turnId),
+      markRunStarted(deps.pool, run.id),
+    ]);
+    cancellation = watched.status === 'fulfilled' ? watched.value : undefined;
+    attempt = started.status === 'fulfilled' ? started.value : undefined;
+    if (watched.status === 'rejected') throw watched.reason;
+    if (started.status === 'rejected') throw started.reason;
+    const loop = loopDeps(deps, started.value, run, watched.value.signal, turn.stream === true);
     recorder = loop.recorder;
     const { event, queued } =
       approval && canResume
@@ -181,6 +181,51 @@ export async function runTurn(
     // If Redis is gone the lease simply expires; the turn's outcome stands either way.
     await lock.release().catch(() => {});
   }
+}
+
+// The run, and its conversation's lock when free, read and taken side by side: the turn's message
+// names the run's conversation (its publishers take it from the run). A message that did not
+// would have the lock taken again, on the run's own conversation.
+async function findRunAndLock(
+  deps: TurnDeps,
+  turn: TurnRequested,
+): Promise<{ run: Run | undefined; lock: ConversationLock | undefined }> {
+  const lockFor = (conversationId: string) =>
+    tryLockConversation(deps.redis, deps.bus.namespace, conversationId, deps.lockLeaseMs);
+  const [found, locked] = await Promise.allSettled([
+    findRunByTurn(deps.pool, turn.userId, turn.turnId),
+    lockFor(turn.conversationId),
+  ]);
+  if (found.status === 'rejected') {
+    if (locked.status === 'fulfilled') await locked.value?.release().catch(() => {});
+    throw found.reason;
+  }
+  if (locked.status === 'rejected') throw locked.reason;
+  const lock = locked.value;
+  const run = found.value;
+  if (!run || run.conversationId === turn.conversationId) return { run, lock };
+  deps.logger.error(
+    { turnId: turn.turnId },
+    "turn message names another conversation than its run's",
+  );
+  await lock?.release();
+  return { run, lock: await lockFor(run.conversationId) };
+}
+
+// The approval a resume names, and the one the run last paused on: needed only to resume, or to
+// announce a run that waits for an approval.
+async function readApprovals(
+  deps: TurnDeps,
+  turn: TurnRequested,
+  run: Run,
+): Promise<{ approval: StoredApproval | undefined; latest: StoredApproval | undefined }> {
+  const [approval, latest] = await Promise.all([
+    turn.approvalId ? findApproval(deps.pool, run.userId, turn.approvalId) : undefined,
+    turn.approvalId || run.status === 'waiting_approval'
+      ? findLatestApproval(deps.pool, run.id)
+      : undefined,
+  ]);
+  return { approval, latest };
 }
 
 // A run starts once per delivery that reaches it and once more per approval it resumes from.

@@ -59,6 +59,9 @@ export async function startRouterHarness(
   const memoryBus = await connectTestBus(namespace);
   const gatewayBus = await connectTestBus(namespace);
   const redis = connectTestRedis();
+  // As main.ts does, the routes start once Redis is ready: until then the rate limiter lets
+  // requests through uncounted, and a test's first request could be one of them.
+  await redis.ping();
   const subscriptions = registerMemory(memoryBus, db.pool);
   // A request published before the memory SUB reached NATS would find no responders.
   await memoryBus.nc.flush();

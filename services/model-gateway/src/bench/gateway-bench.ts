@@ -947,8 +947,11 @@ try {
 } finally {
   await gateway.stop();
   await fake.stop();
-  // The rows of the bench's model; the markers of its events are pruned with the others.
-  await pool.query('DELETE FROM model_gateway.usage_daily WHERE model = $1', [MODEL]);
+  // The rows of the bench's model; the markers of its events are pruned with the others. A
+  // failure here must not hide the run's own.
+  await pool
+    .query('DELETE FROM model_gateway.usage_daily WHERE model = $1', [MODEL])
+    .catch(() => undefined);
   await pool.end();
   await embedded?.stop();
   const jsm = await bus.nc.jetstreamManager();

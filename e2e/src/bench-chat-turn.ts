@@ -2,10 +2,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as wait } from 'node:timers/promises';
 import { ChatResponse } from '@jarvis/contracts';
-import { SERVICE_NAMES } from '@jarvis/testkit';
+import { residentMb, SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
-import { residentMb } from './bench-proc';
 import { startStackFixture } from './stack-fixture';
 
 // `make bench`: one chat turn through all six services with the fake LLM (which answers at

@@ -7,15 +7,16 @@ import { promisify } from 'node:util';
 import { CreateApiKeyResponse } from '@jarvis/contracts';
 import {
   type ManagedProcess,
+  machineCpuMs,
   NATS_URL,
   REDIS_URL,
+  readCpuSeconds,
   SERVICE_NAMES,
   startProcess,
   uniqueNamespace,
   waitUntilReady,
 } from '@jarvis/testkit';
 import autocannon from 'autocannon';
-import { machineCpuMs, readCpuSeconds } from './bench-proc';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // `make bench` (gateway): the public API under load from autocannon, in this process, against the

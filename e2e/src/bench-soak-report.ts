@@ -17,7 +17,7 @@ export type TurnRecord = {
 
 export type Sample = {
   turn: number;
-  // Wall clock (ms since the epoch) and each process's CPU time so far (bench-proc.ts).
+  // Wall clock (ms since the epoch) and each process's CPU time so far (the testkit's bench-proc.ts).
   takenAt: number;
   cpuSeconds: Record<string, number>;
   loadAverage: number;

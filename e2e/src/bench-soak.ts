@@ -3,10 +3,15 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { ChatResponse, ImportMessagesResponse } from '@jarvis/contracts';
-import { SERVICE_NAMES } from '@jarvis/testkit';
+import {
+  cpuMsPerTurn,
+  type MachineServer,
+  readCpuSeconds,
+  residentMb,
+  SERVICE_NAMES,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
-import { cpuMsPerTurn, type MachineServer, readCpuSeconds, residentMb } from './bench-proc';
 import { composeMessage, loadChatLines, PLANTED_FACTS } from './bench-soak-corpus';
 import { createSoakModel } from './bench-soak-model';
 import {

@@ -1,3 +1,4 @@
+export * from './bench-proc';
 export * from './fake-llm';
 export * from './infra';
 export * from './process';

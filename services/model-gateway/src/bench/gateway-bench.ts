@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,7 +16,7 @@ import {
 } from '@jarvis/contracts';
 import { createPool, type Pool } from '@jarvis/db';
 import { startTelemetry } from '@jarvis/telemetry';
-import { NATS_URL, REDIS_URL, uniqueNamespace } from '@jarvis/testkit';
+import { NATS_URL, REDIS_URL, readCpuSeconds, uniqueNamespace } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { loadEnv } from '../env';
@@ -283,24 +283,11 @@ async function machineMicros(): Promise<{ busy: number; steal: number }> {
   return { busy: (user + nice + system + irq + softirq) * 10_000, steal: steal * 10_000 };
 }
 
-// CPU time in µs of the processes named postgres (10 ms ticks); NaN without /proc.
-async function postgresServerMicros(): Promise<number> {
-  const pids = await readdir('/proc').catch(() => []);
-  let ticks = 0;
-  let isReadable = false;
-  for (const pid of pids.filter((name) => /^\d+$/.test(name))) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    if (!stat) continue;
-    isReadable = true;
-    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return isReadable ? ticks * 10_000 : Number.NaN;
-}
-
+// The server's: every process named postgres, ended backends included; NaN without /proc.
 async function databaseMicros(database: Database): Promise<number> {
-  return database.embedded ? (await cpuOf(database.embedded)).micros : postgresServerMicros();
+  if (database.embedded) return (await cpuOf(database.embedded)).micros;
+  const { postgres = Number.NaN } = await readCpuSeconds({}, ['postgres']);
+  return postgres * 1_000_000;
 }
 
 async function countedCalls(pool: Pool): Promise<number> {

@@ -84,14 +84,16 @@ export async function runTurn(
   const expected = expectChatModel(deps);
   expected.catch(() => {});
   const { run, lock } = await findRunAndLock(deps, turn);
+  // If Redis is gone the lease simply expires; the turn's outcome stands either way.
+  const letGo = () => lock?.release().catch(() => {});
   if (!run) {
-    await lock?.release().catch(() => {});
+    await letGo();
     deps.logger.error({ turnId: turn.turnId }, 'turn has no run; dropping');
     return { type: 'drop' };
   }
   const { approval, latest } = await readApprovals(deps, turn, run).catch(
     async (error: unknown) => {
-      await lock?.release().catch(() => {});
+      await letGo();
       throw error;
     },
   );
@@ -105,7 +107,7 @@ export async function runTurn(
   const isDone =
     run.status === 'completed' || run.status === 'failed' || run.status === 'waiting_approval';
   if (turn.approvalId ? !canResume : isDone) {
-    await lock?.release().catch(() => {});
+    await letGo();
     announce(deps.bus, toEvent(run, latest));
     return { type: 'ack' };
   }
@@ -178,8 +180,7 @@ export async function runTurn(
   } finally {
     cancellation?.release();
     clearInterval(renewal);
-    // If Redis is gone the lease simply expires; the turn's outcome stands either way.
-    await lock.release().catch(() => {});
+    await letGo();
   }
 }
 

@@ -16,7 +16,7 @@ import {
   memorySearch,
   RECALL_RELEVANT_LIMIT,
 } from '@jarvis/contracts';
-import type { TestDatabase } from '@jarvis/testkit';
+import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from './facts-handlers';
 import { type MemoryHarness, startMemoryHarness } from './test-harness';
@@ -61,6 +61,20 @@ async function embeddingCount(factId: string): Promise<number> {
     [factId],
   );
   return rows[0]?.count ?? 0;
+}
+
+// A search marks the facts it returned after it has answered: the mark, once it is there.
+function accessedAt(factId: string): Promise<Date> {
+  return waitFor(
+    async () => {
+      const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
+        'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
+        [factId],
+      );
+      return rows[0]?.last_accessed_at ?? undefined;
+    },
+    { what: `fact ${factId} marked as accessed` },
+  );
 }
 
 const NOT_FOUND = { code: 'not_found', message: 'fact not found' };
@@ -376,11 +390,7 @@ describe('memory.search finds facts', () => {
         conversationId: null,
       },
     ]);
-    const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
-      'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
-      [fact.id],
-    );
-    expect(rows[0]?.last_accessed_at).toBeInstanceOf(Date);
+    expect(await accessedAt(fact.id)).toBeInstanceOf(Date);
     const everything = await clientBus.request(memorySearch, { userId, query: 'violin recital' });
     expect(everything.results[0]).toMatchObject({ kind: 'fact', id: fact.id });
 
@@ -404,13 +414,13 @@ describe('memory.search finds facts', () => {
     ).results;
 
     expect(results.map((result) => result.id)).toEqual([returned.id]);
-    const { rows } = await db.pool.query<{ id: string; last_accessed_at: Date | null }>(
-      'SELECT id, last_accessed_at FROM memory.facts WHERE id = ANY($1::uuid[])',
-      [[returned.id, weighed.id]],
+    // Both were written by the one statement that marks the search's facts, if at all.
+    expect(await accessedAt(returned.id)).toBeInstanceOf(Date);
+    const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
+      'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
+      [weighed.id],
     );
-    const accessed = new Map(rows.map((row) => [row.id, row.last_accessed_at]));
-    expect(accessed.get(returned.id)).toBeInstanceOf(Date);
-    expect(accessed.get(weighed.id)).toBeNull();
+    expect(rows[0]?.last_accessed_at).toBeNull();
   });
 
   it('finds the current version of an updated fact, never the old one', async () => {

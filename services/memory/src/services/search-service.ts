@@ -226,12 +226,13 @@ export async function searchMemoryViews<const V extends readonly SearchView[]>(
       now,
     ).slice(0, candidate.limit),
   );
-  await Promise.all(
-    sources.map(({ kind, source }) => {
-      const returned = ranked.flat().flatMap(({ item }) => (item.kind === kind ? [item.id] : []));
-      return source.markReturned?.(pool, request.userId, [...new Set(returned)]);
-    }),
-  );
+  // Off the search's path, as the gateway's "last used" of a key: a mark is a committed write
+  // (a round trip and a WAL flush the caller would wait for), and one lost to a failure or a
+  // crash only leaves an item looking a little less used.
+  for (const { kind, source } of sources) {
+    const returned = ranked.flat().flatMap(({ item }) => (item.kind === kind ? [item.id] : []));
+    void source.markReturned?.(pool, request.userId, [...new Set(returned)]).catch(() => {});
+  }
   return ranked.map((results) => ({
     results: results.map(({ item, score }) => ({
       kind: item.kind,

@@ -10,7 +10,9 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { loadTokenCounter } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTurn } from './services/extract-facts';
 import { indexUserMessagesNow } from './services/index-messages';
+import { writeEpisode } from './services/write-episode';
 import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
 let memory: MemoryHarness;
@@ -271,5 +273,49 @@ describe('request validation at the edge', () => {
     const error = await catchBusError(append(userId, ''));
 
     expect(error.code).toBe('bad_request');
+  });
+});
+
+describe('episodes', () => {
+  it("are named after the reply's time, so a late redelivery writes none twice", async () => {
+    const userId = randomUUID();
+    const request = await append(userId, 'Book a table for four on Friday');
+    const conversationId = request.message.conversationId;
+    const reply = await clientBus.request(memoryAppend, {
+      userId,
+      conversationId,
+      role: 'assistant',
+      content: 'Booked: Friday at eight, four people.',
+    });
+    // The job comes long after the turn, as a redelivery after an outage would.
+    await db.pool.query(
+      `UPDATE memory.messages SET created_at = '2026-03-14T09:26:00Z' WHERE id = $1`,
+      [reply.message.id],
+    );
+    const job = {
+      userId,
+      conversationId,
+      runId: randomUUID(),
+      turnId: randomUUID(),
+      userMessageId: request.message.id,
+      replyMessageId: reply.message.id,
+      recalledIds: [],
+    };
+
+    const turn = await readTurn(db.pool, job);
+    if (!turn) throw new Error('the turn was not found');
+    await writeEpisode(db.pool, job, turn);
+    await writeEpisode(db.pool, job, turn);
+
+    const { rows } = await db.pool.query<{ path: string; content: string }>(
+      'SELECT path, content FROM memory.files WHERE user_id = $1',
+      [userId],
+    );
+    expect(rows.map((row) => row.path)).toEqual([
+      `episodes/2026-03-14/0926-${job.runId.slice(0, 8)}.md`,
+    ]);
+    expect(rows[0]?.content).toContain('Book a table for four on Friday');
+    expect(rows[0]?.content).toContain('Booked: Friday at eight, four people.');
+    expect(await readTurn(db.pool, { ...job, userId: randomUUID() })).toBeUndefined();
   });
 });

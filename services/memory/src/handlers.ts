@@ -20,6 +20,7 @@ import type { DenseIndex } from './services/dense-index';
 import {
   type ExtractionSettings,
   extractFacts,
+  readTurn,
   recordExtractionGaveUp,
 } from './services/extract-facts';
 import type { MessageIndexer } from './services/index-messages';
@@ -108,8 +109,9 @@ export function startExtractionWorker(
 ) {
   return startWorker(bus, extractionRequested, queue, async (job, delivery) => {
     try {
-      await writeEpisode(pool, job, new Date());
-      await extractFacts(bus, pool, settings, job);
+      const turn = await readTurn(pool, job);
+      if (turn) await writeEpisode(pool, job, turn);
+      await extractFacts(bus, pool, settings, job, turn);
       return { type: 'ack' };
     } catch (error) {
       const isLast = delivery.deliveryCount >= queue.maxDeliver;

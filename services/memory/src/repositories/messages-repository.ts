@@ -239,16 +239,21 @@ export async function markEmbeddedWithoutNext(
   );
 }
 
-export async function findMessageContent(
+export type MessageText = { content: string; createdAt: Date };
+
+// The user's messages among these ids, by id: another user's are not found.
+export async function findMessageTexts(
   db: Queryable,
   userId: string,
-  messageId: string,
-): Promise<string | undefined> {
-  const { rows } = await db.query<{ content: string }>(
-    'SELECT content FROM memory.messages WHERE id = $1 AND user_id = $2',
-    [messageId, userId],
+  ids: string[],
+): Promise<Map<string, MessageText>> {
+  const { rows } = await db.query<{ id: string; content: string; created_at: Date }>(
+    'SELECT id, content, created_at FROM memory.messages WHERE user_id = $1 AND id = ANY($2::uuid[])',
+    [userId, ids],
   );
-  return rows[0]?.content;
+  return new Map(
+    rows.map((row) => [row.id, { content: row.content, createdAt: row.created_at }] as const),
+  );
 }
 
 // A forgotten message stays on record but leaves recall, search and export. Answers the

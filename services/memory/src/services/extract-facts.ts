@@ -22,7 +22,7 @@ import {
   setExtractionOperations,
 } from '../repositories/extractions-repository';
 import { factSource, lockFact } from '../repositories/facts-repository';
-import { findMessageContent } from '../repositories/messages-repository';
+import { findMessageTexts, type MessageText } from '../repositories/messages-repository';
 import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { invalidateFact, storeFact } from './facts-service';
@@ -113,6 +113,20 @@ type KnownItem = { id: string; text: string };
 // Models like to wrap JSON in a Markdown fence even when told not to.
 const FENCED = /^\s*```[a-z]*\s*\n?([\s\S]*?)\s*```\s*$/i;
 
+// A finished turn's two messages, as its extraction job and its episode read them.
+export type TurnTexts = { request: MessageText; reply: MessageText };
+
+// Read once for both, in one statement. Undefined when either message is gone.
+export async function readTurn(
+  pool: Pool,
+  job: ExtractionRequested,
+): Promise<TurnTexts | undefined> {
+  const texts = await findMessageTexts(pool, job.userId, [job.userMessageId, job.replyMessageId]);
+  const request = texts.get(job.userMessageId);
+  const reply = texts.get(job.replyMessageId);
+  return request && reply ? { request, reply } : undefined;
+}
+
 // Looks for facts worth keeping in one finished turn and applies them. Throws only when the
 // model or the database cannot be reached, so the job is tried again later; an unusable answer
 // is recorded as failed instead.
@@ -121,16 +135,15 @@ export async function extractFacts(
   pool: Pool,
   settings: ExtractionSettings,
   job: ExtractionRequested,
+  turn: TurnTexts | undefined,
 ): Promise<void> {
   if (await hasExtraction(pool, job.runId)) return;
-  const [userText, replyText] = await Promise.all([
-    findMessageContent(pool, job.userId, job.userMessageId),
-    findMessageContent(pool, job.userId, job.replyMessageId),
-  ]);
-  if (userText === undefined || replyText === undefined) {
+  if (!turn) {
     await recordOutcome(pool, job, 'skipped', 'the messages of the turn are gone');
     return;
   }
+  const userText = turn.request.content;
+  const replyText = turn.reply.content;
   const ownMessages = new Set([job.userMessageId, job.replyMessageId]);
   const [recalled, similar] = await Promise.all([
     loadRecalled(

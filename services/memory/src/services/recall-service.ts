@@ -11,7 +11,7 @@ import type { Pool } from '@jarvis/db';
 import { loadTokenCounter } from '@jarvis/tokens';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
-import { findMessageContent, listRecentMessages } from '../repositories/messages-repository';
+import { findMessageTexts, listRecentMessages } from '../repositories/messages-repository';
 import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
 import type { DenseIndex } from './dense-index';
@@ -38,9 +38,14 @@ export async function recallContext(
   dense?: DenseIndex,
 ): Promise<MemoryRecallResponse> {
   // Side by side: the message is looked up by its user, so nothing of another's comes back.
+  const { messageId } = request;
   const [conversationId, query] = await Promise.all([
     findConversation(pool, request.userId, request.conversationId),
-    request.messageId ? findMessageContent(pool, request.userId, request.messageId) : request.query,
+    messageId
+      ? findMessageTexts(pool, request.userId, [messageId]).then(
+          (texts) => texts.get(messageId)?.content,
+        )
+      : request.query,
   ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const budget = request.tokenBudget;

@@ -1,7 +1,7 @@
 import type { ExtractionRequested } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { findLiveFile } from '../repositories/files-repository';
-import { findMessageContent } from '../repositories/messages-repository';
+import type { TurnTexts } from './extract-facts';
 import { writeFile } from './files-service';
 
 // Long enough to say what the turn was about; the messages themselves stay in the conversation.
@@ -12,16 +12,16 @@ function excerpt(text: string): string {
 }
 
 // Episodic memory: a record of each agent run under episodes/YYYY-MM-DD/, searchable like any
-// memory file. Written once per run; a redelivered job finds it there.
-export async function writeEpisode(pool: Pool, run: ExtractionRequested, now: Date): Promise<void> {
-  const stamp = now.toISOString();
+// memory file. Written once per run: it is named after the reply's time, not the job's, so a
+// redelivered job finds it there however much later it comes.
+export async function writeEpisode(
+  pool: Pool,
+  run: ExtractionRequested,
+  turn: TurnTexts,
+): Promise<void> {
+  const stamp = turn.reply.createdAt.toISOString();
   const path = `episodes/${stamp.slice(0, 10)}/${stamp.slice(11, 16).replace(':', '')}-${run.runId.slice(0, 8)}.md`;
   if (await findLiveFile(pool, run.userId, path)) return;
-  const [request, reply] = await Promise.all([
-    findMessageContent(pool, run.userId, run.userMessageId),
-    findMessageContent(pool, run.userId, run.replyMessageId),
-  ]);
-  if (request === undefined || reply === undefined) return;
   const content = [
     `# Run ${run.runId}`,
     '',
@@ -29,10 +29,10 @@ export async function writeEpisode(pool: Pool, run: ExtractionRequested, now: Da
     `- conversation: ${run.conversationId}`,
     '',
     '## The user asked',
-    excerpt(request),
+    excerpt(turn.request.content),
     '',
     '## Jarvis answered',
-    excerpt(reply),
+    excerpt(turn.reply.content),
     '',
   ].join('\n');
   await writeFile(pool, {

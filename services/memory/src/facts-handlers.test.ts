@@ -63,18 +63,19 @@ async function embeddingCount(factId: string): Promise<number> {
   return rows[0]?.count ?? 0;
 }
 
+async function lastAccessedAt(factId: string): Promise<Date | null> {
+  const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
+    'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
+    [factId],
+  );
+  return rows[0]?.last_accessed_at ?? null;
+}
+
 // A search marks the facts it returned after it has answered: the mark, once it is there.
 function accessedAt(factId: string): Promise<Date> {
-  return waitFor(
-    async () => {
-      const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
-        'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
-        [factId],
-      );
-      return rows[0]?.last_accessed_at ?? undefined;
-    },
-    { what: `fact ${factId} marked as accessed` },
-  );
+  return waitFor(async () => (await lastAccessedAt(factId)) ?? undefined, {
+    what: `fact ${factId} marked as accessed`,
+  });
 }
 
 const NOT_FOUND = { code: 'not_found', message: 'fact not found' };
@@ -416,11 +417,7 @@ describe('memory.search finds facts', () => {
     expect(results.map((result) => result.id)).toEqual([returned.id]);
     // Both were written by the one statement that marks the search's facts, if at all.
     expect(await accessedAt(returned.id)).toBeInstanceOf(Date);
-    const { rows } = await db.pool.query<{ last_accessed_at: Date | null }>(
-      'SELECT last_accessed_at FROM memory.facts WHERE id = $1',
-      [weighed.id],
-    );
-    expect(rows[0]?.last_accessed_at).toBeNull();
+    expect(await lastAccessedAt(weighed.id)).toBeNull();
   });
 
   it('finds the current version of an updated fact, never the old one', async () => {

@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   'forbidden',
   'not_found',
   'conflict',
+  'idempotency_key_reused',
   'payload_too_large',
   'unavailable',
   'timeout',
@@ -31,6 +32,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  // An Idempotency-Key sent again with another body: retrying the same request is safe, but
+  // this one is not that request, so nothing of it is stored.
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   unavailable: 503,
   timeout: 504,

@@ -85,6 +85,8 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   forbidden: 'the key is not an admin key',
   not_found: 'no such item of yours (another user’s answers the same)',
   conflict: 'the item’s state does not allow this',
+  idempotency_key_reused:
+    'the Idempotency-Key was used before with another body; nothing of this request was stored',
   payload_too_large: 'the body is over the limit',
   unavailable: 'a service or the database cannot be reached',
   timeout: 'a service did not answer in time',

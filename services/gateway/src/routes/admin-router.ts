@@ -1,13 +1,8 @@
 import { ApiKeyIdParams, CreateUserRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import {
-  authenticate,
-  createUser,
-  listUsers,
-  requireScope,
-  revokeAnyUsersApiKey,
-} from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
+import { createUser, listUsers, requireScope, revokeAnyUsersApiKey } from '../services/api-keys';
 import { parseBody } from './parse-body';
 
 export type AdminRouterDeps = { pool: Pool };
@@ -17,8 +12,8 @@ export type AdminRouterDeps = { pool: Pool };
 export function createAdminRouter(deps: AdminRouterDeps): Router {
   const router = Router();
 
-  router.use(async (req, _res, next) => {
-    requireScope(await authenticate(deps.pool, req.get('authorization')), 'admin');
+  router.use((req, _res, next) => {
+    requireScope(principalOf(req), 'admin');
     next();
   });
 

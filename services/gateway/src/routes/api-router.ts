@@ -3,6 +3,7 @@ import { BusError, isConnectionError } from '@jarvis/bus';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import { authenticateRequests } from '../middleware/authenticate';
 import { allowCors } from '../middleware/cors';
 import { limitRequests, type RateLimitDeps } from '../middleware/rate-limit';
 import { refuseKeyInUrl } from '../middleware/refuse-key-in-url';
@@ -43,8 +44,10 @@ export function createApiRouter(deps: ApiDeps): Router {
   // Before every route: preflights need no key, and a refused or limited request reads nothing.
   router.use(allowCors(deps.corsOrigins));
   router.use(refuseKeyInUrl);
-  router.use(limitRequests(deps.rateLimit));
   router.use(createOpenApiRouter());
+  // Every route below needs a key, so it is checked before anything reads a body.
+  router.use(authenticateRequests(deps.pool));
+  router.use(limitRequests(deps.rateLimit));
   // Routes that take large bodies parse them themselves, before the general limit applies.
   router.use('/conversations', createConversationsRouter(deps));
   router.use('/memory/documents', createDocumentsRouter(deps));

@@ -9,7 +9,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { awaitTurnOutcome, toChatResponse } from '../services/chat';
 import { parseBody } from './parse-body';
 
@@ -21,7 +21,7 @@ export function createApprovalsRouter(deps: ApprovalsRouterDeps): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(ApprovalsListQuery, req.query);
     res.json(
       await deps.bus.request(orchestratorApprovalsList, { ...query, userId: principal.userId }),
@@ -29,7 +29,7 @@ export function createApprovalsRouter(deps: ApprovalsRouterDeps): Router {
   });
 
   router.post('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(ApprovalIdParams, req.params);
     const { decision } = parseBody(ApprovalDecisionBody, req.body);
     const userId = principal.userId;

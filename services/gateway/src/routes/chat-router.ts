@@ -2,7 +2,7 @@ import type { Bus } from '@jarvis/bus';
 import { ChatRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { type Request, Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { runChatTurn, streamChatTurn } from '../services/chat';
 import { openSse } from '../services/sse';
 import { parseBody } from './parse-body';
@@ -25,7 +25,7 @@ function wantsEventStream(req: Request): boolean {
 export function createChatRouter(deps: ChatRouterDeps): Router {
   const router = Router();
   router.post('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(ChatRequest, req.body);
     const options = { submitTimeoutMs: deps.submitTimeoutMs, turnTimeoutMs: deps.turnTimeoutMs };
     if (wantsEventStream(req)) {

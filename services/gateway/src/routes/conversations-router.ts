@@ -10,7 +10,7 @@ import {
 import type { Pool } from '@jarvis/db';
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { ChatGptExport, parseChatGptExport } from '../services/chatgpt-export';
 import { importMessages } from '../services/import-messages';
 import { parseBody } from './parse-body';
@@ -26,7 +26,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
   // GET /?limit=&before= (most recently written to first; before: the last page's nextBefore).
   // defaultConversationId names the persistent conversation, wherever it falls.
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(ConversationsListQuery, req.query);
     res.json(
       await deps.bus.request(memoryConversationsList, { ...query, userId: principal.userId }),
@@ -35,7 +35,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
   // GET /{id}/messages?limit=&before= (newest first; before: the last page's nextBefore, the
   // sequence of its oldest message). Forgotten messages are left out.
   router.get('/:id/messages', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(ConversationParams, req.params);
     const query = parseBody(MessagesListQuery, req.query);
     res.json(
@@ -50,7 +50,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
     '/:id/messages/import',
     express.json({ limit: deps.importBodyLimitBytes }),
     async (req, res) => {
-      const principal = await authenticate(deps.pool, req.get('authorization'));
+      const principal = principalOf(req);
       const { id } = parseBody(ConversationParams, req.params);
       const body = parseBody(ImportMessagesBody, req.body);
       res.json(
@@ -68,7 +68,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
     '/import/chatgpt',
     express.json({ limit: deps.importBodyLimitBytes }),
     async (req, res) => {
-      const principal = await authenticate(deps.pool, req.get('authorization'));
+      const principal = principalOf(req);
       const data = parseBody(ChatGptExport, req.body);
       let imported = 0;
       const conversations = parseChatGptExport(principal.userId, data);

@@ -12,7 +12,7 @@ import {
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import express, { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 const INGEST_TIMEOUT_MS = 60_000;
@@ -43,7 +43,7 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
 
   // Parsed here, above the general body limit; the NATS payload check below is the real bound.
   router.post('/', express.json({ limit: DOCUMENT_BODY_LIMIT_BYTES }), async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(DocumentIngestBody, req.body);
     checkFitsInOneMessage(deps.bus, body);
     // Chunking and indexing a document near the size limit takes seconds on a small, busy
@@ -57,13 +57,13 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
   });
 
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(DocumentsListQuery, req.query);
     res.json(await deps.bus.request(memoryDocumentsList, { ...query, userId: principal.userId }));
   });
 
   router.get('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(DocumentIdParams, req.params);
     const query = parseBody(DocumentGetQuery, req.query);
     res.json(
@@ -72,7 +72,7 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
   });
 
   router.delete('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(DocumentIdParams, req.params);
     await deps.bus.request(memoryDocumentsDelete, { id, userId: principal.userId });
     res.status(204).end();

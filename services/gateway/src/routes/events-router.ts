@@ -7,7 +7,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { openSse } from '../services/sse';
 import { parseBody } from './parse-body';
 
@@ -31,7 +31,7 @@ export function createEventsRouter(deps: EventsRouterDeps): Router {
   };
 
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const headers = parseBody(UserEventsHeaders, { 'Last-Event-ID': req.get('last-event-id') });
     const lastEventId = headers['Last-Event-ID'];
     await ensureStream();

@@ -2,7 +2,7 @@ import type { Bus } from '@jarvis/bus';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import express, { type Response, Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { exportMemoryLines } from '../services/memory-export';
 import { importMemory } from '../services/memory-import';
 
@@ -42,7 +42,7 @@ export function createExportRouter(deps: ExportRouterDeps): Router {
   const router = Router();
 
   router.get('/export', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const lines = exportMemoryLines(deps.bus, principal.userId);
     // Before any byte is sent, a failure still answers with its own status.
     const first = await lines.next();
@@ -68,7 +68,7 @@ export function createExportRouter(deps: ExportRouterDeps): Router {
     '/import',
     express.text({ type: NDJSON_TYPES, limit: IMPORT_FILE_LIMIT_BYTES }),
     async (req, res) => {
-      const principal = await authenticate(deps.pool, req.get('authorization'));
+      const principal = principalOf(req);
       if (typeof req.body !== 'string') {
         throw new HttpError(
           'bad_request',

@@ -12,7 +12,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type FactsRouterDeps = { bus: Bus; pool: Pool };
@@ -24,19 +24,19 @@ export function createFactsRouter(deps: FactsRouterDeps): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(FactsListQuery, req.query);
     res.json(await deps.bus.request(memoryFactsList, { ...query, userId: principal.userId }));
   });
 
   router.get('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(FactIdParams, req.params);
     res.json(await deps.bus.request(memoryFactsGet, { id, userId: principal.userId }));
   });
 
   router.post('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(FactRememberBody, req.body);
     res
       .status(201)
@@ -44,14 +44,14 @@ export function createFactsRouter(deps: FactsRouterDeps): Router {
   });
 
   router.patch('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(FactIdParams, req.params);
     const body = parseBody(FactUpdateBody, req.body);
     res.json(await deps.bus.request(memoryFactsUpdate, { ...body, id, userId: principal.userId }));
   });
 
   router.delete('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(FactIdParams, req.params);
     res.json(await deps.bus.request(memoryFactsForget, { id, userId: principal.userId }));
   });

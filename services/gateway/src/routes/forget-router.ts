@@ -7,7 +7,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type ForgetRouterDeps = { bus: Bus; pool: Pool };
@@ -18,13 +18,13 @@ export function createForgetRouter(deps: ForgetRouterDeps): Router {
   const router = Router();
 
   router.post('/preview', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(ForgetPreviewBody, req.body);
     res.json(await deps.bus.request(memoryForgetPreview, { ...body, userId: principal.userId }));
   });
 
   router.post('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(ForgetApplyBody, req.body);
     res.json(await deps.bus.request(memoryForgetApply, { ...body, userId: principal.userId }));
   });

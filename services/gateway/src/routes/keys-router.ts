@@ -1,7 +1,8 @@
 import { ApiKeyIdParams, CreateApiKeyRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate, createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
+import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys';
 import { parseBody } from './parse-body';
 
 export type KeysRouterDeps = { pool: Pool };
@@ -11,12 +12,12 @@ export function createKeysRouter(deps: KeysRouterDeps): Router {
   const router = Router();
 
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     res.json({ keys: await listApiKeys(deps.pool, principal) });
   });
 
   router.post('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     // Every field is optional, so a request with no body at all asks for an unnamed key; a body
     // of another type still answers 400.
     const body = parseBody(CreateApiKeyRequest, req.get('content-type') ? req.body : {});
@@ -25,7 +26,7 @@ export function createKeysRouter(deps: KeysRouterDeps): Router {
 
   // Revoking the very key of this request is allowed, and it stops working with the next one.
   router.delete('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(ApiKeyIdParams, req.params);
     await revokeApiKey(deps.pool, principal, id);
     res.status(204).end();

@@ -2,7 +2,7 @@ import type { Bus } from '@jarvis/bus';
 import { memorySearch, SearchQuery } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type MemoryRouterDeps = { bus: Bus; pool: Pool };
@@ -11,7 +11,7 @@ export type MemoryRouterDeps = { bus: Bus; pool: Pool };
 export function createMemoryRouter(deps: MemoryRouterDeps): Router {
   const router = Router();
   router.post('/search', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(SearchQuery, req.body);
     res.json(await deps.bus.request(memorySearch, { ...query, userId: principal.userId }));
   });

@@ -10,7 +10,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type MissionsRouterDeps = { bus: Bus; pool: Pool };
@@ -22,7 +22,7 @@ export function createMissionsRouter(deps: MissionsRouterDeps): Router {
 
   // 202: the mission has started; its report is posted to the conversation when it is done.
   router.post('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const body = parseBody(MissionFields, req.body);
     res.status(202).json(
       await deps.bus.request(orchestratorMissionsCreate, {
@@ -35,7 +35,7 @@ export function createMissionsRouter(deps: MissionsRouterDeps): Router {
 
   // GET /?limit=&status=&before= (newest first; before: the last page's nextBefore)
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(MissionsListQuery, req.query);
     res.json(
       await deps.bus.request(orchestratorMissionsList, { ...query, userId: principal.userId }),
@@ -43,13 +43,13 @@ export function createMissionsRouter(deps: MissionsRouterDeps): Router {
   });
 
   router.get('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(MissionIdParams, req.params);
     res.json(await deps.bus.request(orchestratorMissionsGet, { id, userId: principal.userId }));
   });
 
   router.post('/:id/cancel', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(MissionIdParams, req.params);
     res.json(await deps.bus.request(orchestratorMissionsCancel, { id, userId: principal.userId }));
   });

@@ -8,7 +8,7 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type RunsRouterDeps = { bus: Bus; pool: Pool };
@@ -21,13 +21,13 @@ export function createRunsRouter(deps: RunsRouterDeps): Router {
 
   // GET /?limit=&before=&conversationId=&status= (newest first; before: the last nextBefore)
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(RunsListQuery, req.query);
     res.json(await deps.bus.request(orchestratorRunsList, { ...query, userId: principal.userId }));
   });
 
   router.get('/:id', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { id } = parseBody(RunIdParams, req.params);
     parseBody(RunGetQuery, req.query);
     res.json(await deps.bus.request(orchestratorRunsGet, { id, userId: principal.userId }));

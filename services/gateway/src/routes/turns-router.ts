@@ -2,7 +2,7 @@ import type { Bus } from '@jarvis/bus';
 import { TurnIdParams, turnCancel } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type TurnsRouterDeps = { bus: Bus; pool: Pool };
@@ -13,7 +13,7 @@ export function createTurnsRouter(deps: TurnsRouterDeps): Router {
 
   // 202: the turn stops before its next step; its events (or GET /v1/runs/{runId}) tell when.
   router.post('/:turnId/cancel', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const { turnId } = parseBody(TurnIdParams, req.params);
     res.status(202).json(await deps.bus.request(turnCancel, { userId: principal.userId, turnId }));
   });

@@ -2,7 +2,7 @@ import type { Bus } from '@jarvis/bus';
 import { modelUsage, UsageQuery } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { Router } from 'express';
-import { authenticate } from '../services/api-keys';
+import { principalOf } from '../middleware/authenticate';
 import { parseBody } from './parse-body';
 
 export type UsageRouterDeps = { bus: Bus; pool: Pool };
@@ -13,7 +13,7 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
   const router = Router();
   // GET /?from=YYYY-MM-DD&to=YYYY-MM-DD (UTC days; default: the last 30 days)
   router.get('/', async (req, res) => {
-    const principal = await authenticate(deps.pool, req.get('authorization'));
+    const principal = principalOf(req);
     const query = parseBody(UsageQuery, req.query);
     res.json(await deps.bus.request(modelUsage, { ...query, userId: principal.userId }));
   });

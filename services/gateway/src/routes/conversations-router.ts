@@ -8,9 +8,10 @@ import {
   memoryMessagesList,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../middleware/authenticate';
+import { jsonBody } from '../middleware/json-body';
 import { ChatGptExport, parseChatGptExport } from '../services/chatgpt-export';
 import { importMessages } from '../services/import-messages';
 import { parseBody } from './parse-body';
@@ -46,43 +47,35 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
       }),
     );
   });
-  router.post(
-    '/:id/messages/import',
-    express.json({ limit: deps.importBodyLimitBytes }),
-    async (req, res) => {
-      const principal = principalOf(req);
-      const { id } = parseBody(ConversationParams, req.params);
-      const body = parseBody(ImportMessagesBody, req.body);
-      res.json(
-        await importMessages(deps.bus, {
-          userId: principal.userId,
-          conversationId: id,
-          messages: body.messages,
-          idempotencyKey: req.get('idempotency-key'),
-        }),
-      );
-    },
-  );
+  router.post('/:id/messages/import', jsonBody(deps.importBodyLimitBytes), async (req, res) => {
+    const principal = principalOf(req);
+    const { id } = parseBody(ConversationParams, req.params);
+    const body = parseBody(ImportMessagesBody, req.body);
+    res.json(
+      await importMessages(deps.bus, {
+        userId: principal.userId,
+        conversationId: id,
+        messages: body.messages,
+        idempotencyKey: req.get('idempotency-key'),
+      }),
+    );
+  });
   // ChatGPT's data export, as downloaded: every conversation becomes one of the user's own.
-  router.post(
-    '/import/chatgpt',
-    express.json({ limit: deps.importBodyLimitBytes }),
-    async (req, res) => {
-      const principal = principalOf(req);
-      const data = parseBody(ChatGptExport, req.body);
-      let imported = 0;
-      const conversations = parseChatGptExport(principal.userId, data);
-      for (const conversation of conversations) {
-        const result = await importMessages(deps.bus, {
-          userId: principal.userId,
-          conversationId: conversation.conversationId,
-          messages: conversation.messages,
-          idempotencyKey: `chatgpt:${conversation.sourceId}`,
-        });
-        imported += result.imported;
-      }
-      res.json({ conversations: conversations.length, imported });
-    },
-  );
+  router.post('/import/chatgpt', jsonBody(deps.importBodyLimitBytes), async (req, res) => {
+    const principal = principalOf(req);
+    const data = parseBody(ChatGptExport, req.body);
+    let imported = 0;
+    const conversations = parseChatGptExport(principal.userId, data);
+    for (const conversation of conversations) {
+      const result = await importMessages(deps.bus, {
+        userId: principal.userId,
+        conversationId: conversation.conversationId,
+        messages: conversation.messages,
+        idempotencyKey: `chatgpt:${conversation.sourceId}`,
+      });
+      imported += result.imported;
+    }
+    res.json({ conversations: conversations.length, imported });
+  });
   return router;
 }

@@ -11,8 +11,9 @@ import {
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { principalOf } from '../middleware/authenticate';
+import { jsonBody } from '../middleware/json-body';
 import { parseBody } from './parse-body';
 
 const INGEST_TIMEOUT_MS = 60_000;
@@ -42,7 +43,7 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
   const router = Router();
 
   // Parsed here, above the general body limit; the NATS payload check below is the real bound.
-  router.post('/', express.json({ limit: DOCUMENT_BODY_LIMIT_BYTES }), async (req, res) => {
+  router.post('/', jsonBody(DOCUMENT_BODY_LIMIT_BYTES), async (req, res) => {
     const principal = principalOf(req);
     const body = parseBody(DocumentIngestBody, req.body);
     checkFitsInOneMessage(deps.bus, body);

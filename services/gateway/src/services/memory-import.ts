@@ -9,6 +9,7 @@ import {
   memoryImportRecords,
 } from '@jarvis/contracts';
 import { HttpError } from '@jarvis/service-kit';
+import { isNestedTooDeep, JSON_TOO_DEEP } from './json-depth';
 
 // NATS' own default, for a connection that has not reported its server's limit.
 const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
@@ -47,6 +48,7 @@ export function parseExportFile(text: string, maxRecordBytes: number): ExportRec
     } catch {
       throw lineError(line, 'not valid JSON');
     }
+    if (isNestedTooDeep(value)) throw lineError(line, JSON_TOO_DEEP);
     if (!hasHeader) {
       const header = ExportHeader.safeParse(value);
       if (!header.success) {

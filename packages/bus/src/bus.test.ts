@@ -9,7 +9,8 @@ import type { Bus } from './bus';
 import { BusError, isBusError } from './bus-error';
 import { decodeJson, encodeJson, ReplyEnvelope } from './codec';
 import { ensureEventStream, lastEventSeq, readEvents } from './event-stream';
-import { connectTestBus } from './testing';
+import { connectTestBus, startPrivateNats } from './testing';
+import { publishWork } from './work-queue';
 
 const NAMESPACE = uniqueNamespace('bus');
 
@@ -434,7 +435,7 @@ describe('connection state', () => {
     await bus.close();
     const error = await catchBusError(bus.request(lookup, { id: 'n-1' }));
     expect(error.code).toBe('unavailable');
-    expect(error.message).toBe('notes service could not be reached');
+    expect(error.message).toBe('the message bus is unavailable');
   });
 
   it('fails event stream calls on a closed bus as unavailable, as requests do', async () => {
@@ -449,7 +450,79 @@ describe('connection state', () => {
     ]) {
       const error = await catchBusError(call());
       expect(error.code).toBe('unavailable');
-      expect(error.message).toBe('the NOTES event stream could not be reached');
+      expect(error.message).toBe('the message bus is unavailable');
+    }
+  });
+});
+
+// On a NATS server of the test's own, killed as an outage would: the machine's stays up.
+describe('a NATS outage', () => {
+  // Far above what failing at once takes, far below the 5 s a request waits for its reply.
+  const FAST_MS = 1_000;
+
+  async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+    const started = performance.now();
+    const value = await work();
+    return { value, ms: performance.now() - started };
+  }
+
+  it('fails requests, publishes and event stream calls at once, naming the bus', async () => {
+    const nats = await startPrivateNats();
+    const bus = await connectTestBus(NAMESPACE, nats.url);
+    try {
+      await nats.stop();
+      await waitFor(() => !bus.isConnected(), { what: 'the bus to see the outage' });
+
+      for (const call of [
+        () => bus.request(lookup, { id: 'n-1' }),
+        () => publishWork(bus, noteCreated, { id: 'n-1' }, 'n-1'),
+        () => lastEventSeq(bus, 'NOTES'),
+      ]) {
+        const { value: error, ms } = await timed(() => catchBusError(call()));
+        expect(error.toInfo()).toEqual({
+          code: 'unavailable',
+          message: 'the message bus is unavailable',
+        });
+        expect(ms).toBeLessThan(FAST_MS);
+      }
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it('fails a request in flight when the connection drops, without waiting out its timeout', async () => {
+    const nats = await startPrivateNats();
+    const serving = await connectTestBus(NAMESPACE, nats.url);
+    const bus = await connectTestBus(NAMESPACE, nats.url);
+    const gate = createGate();
+    gates.push(gate);
+    let received = () => {};
+    const isReceived = new Promise<void>((resolve) => {
+      received = resolve;
+    });
+    serving.serve(lookup, async () => {
+      received();
+      await gate.promise;
+      return { title: 'too late' };
+    });
+    await serving.nc.flush();
+    try {
+      const pending = catchBusError(bus.request(lookup, { id: 'n-1' }, { timeoutMs: 30_000 }));
+      await isReceived;
+
+      const { value: error, ms } = await timed(async () => {
+        await nats.stop();
+        return pending;
+      });
+
+      expect(error.toInfo()).toEqual({
+        code: 'unavailable',
+        message: 'the message bus is unavailable',
+      });
+      expect(ms).toBeLessThan(FAST_MS);
+    } finally {
+      await bus.close();
+      await serving.close();
     }
   });
 });

@@ -48,12 +48,18 @@ export type RpcHandler<Req extends z.ZodType, Res extends z.ZodType> = (
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 
+// What a caller hears while NATS is down: the API answers it as a 503 at once.
+export const BUS_UNAVAILABLE_MESSAGE = 'the message bus is unavailable';
+
 export class Bus {
   readonly nc: NatsConnection;
   readonly namespace: string;
   readonly logger: Logger;
   private connected = true;
   private closing: Promise<void> | undefined;
+  // Requests in flight, failed when the connection drops: their replies can no longer arrive,
+  // and waiting out the timeout would answer "did not answer in time" for an outage.
+  private readonly inFlight = new Set<(error: BusError) => void>();
 
   private constructor(nc: NatsConnection, options: BusOptions) {
     this.nc = nc;
@@ -81,6 +87,12 @@ export class Bus {
     return this.connected && !this.nc.isClosed();
   }
 
+  // Fails at once while NATS is down (reconnecting or closed): anything sent now would be
+  // buffered by the client and answered only by its timeout.
+  assertConnected(): void {
+    if (!this.isConnected()) throw new BusError('unavailable', BUS_UNAVAILABLE_MESSAGE);
+  }
+
   subject(relative: string): string {
     return `${this.namespace}.${relative}`;
   }
@@ -101,15 +113,8 @@ export class Bus {
       `request ${contract.subject}`,
       { kind: SpanKind.CLIENT, attributes: { 'messaging.destination.name': subject } },
       async () => {
-        let reply: Msg;
-        try {
-          reply = await this.nc.request(subject, encodeJson(body), {
-            timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-            headers: headersFrom(injectTraceContext()),
-          });
-        } catch (error) {
-          throw toBusError(error, contract.subject);
-        }
+        this.assertConnected();
+        const reply = await this.send(subject, body, contract.subject, options);
         const envelope = ReplyEnvelope.safeParse(safeDecode(reply.data));
         if (!envelope.success) {
           throw new BusError('internal', `malformed reply from ${contract.subject}`);
@@ -127,6 +132,30 @@ export class Bus {
         return data.data;
       },
     );
+  }
+
+  private async send(
+    subject: string,
+    body: unknown,
+    relative: string,
+    options: RequestOptions,
+  ): Promise<Msg> {
+    let failOnDisconnect = (_error: BusError) => {};
+    const disconnected = new Promise<never>((_resolve, reject) => {
+      failOnDisconnect = reject;
+    });
+    this.inFlight.add(failOnDisconnect);
+    try {
+      const request = this.nc.request(subject, encodeJson(body), {
+        timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        headers: headersFrom(injectTraceContext()),
+      });
+      return await Promise.race([request, disconnected]);
+    } catch (error) {
+      throw isBusError(error) ? error : toBusError(error, relative);
+    } finally {
+      this.inFlight.delete(failOnDisconnect);
+    }
   }
 
   // A request whose handler also sends pieces of its answer as they come (streamTo): they reach
@@ -266,6 +295,7 @@ export class Bus {
       if (status.type === Events.Disconnect) {
         this.connected = false;
         this.logger.warn('nats disconnected');
+        this.failInFlight();
       } else if (status.type === Events.Reconnect) {
         this.connected = true;
         this.logger.info('nats reconnected');
@@ -273,6 +303,12 @@ export class Bus {
         this.connected = false;
       }
     }
+  }
+
+  private failInFlight(): void {
+    const error = new BusError('unavailable', BUS_UNAVAILABLE_MESSAGE);
+    for (const fail of this.inFlight) fail(error);
+    this.inFlight.clear();
   }
 }
 

@@ -20,6 +20,7 @@ const DUPLICATE_WINDOW_MS = 2 * 60_000;
 // JetStream failing (NATS down or restarting) reaches callers as the bus's 'unavailable', which
 // an API answers 503, rather than as a raw NATS error that would become a 500.
 async function reachStream<T>(bus: Bus, stream: string, work: () => Promise<T>): Promise<T> {
+  bus.assertConnected();
   try {
     return await work();
   } catch (error) {
@@ -62,20 +63,24 @@ export function lastEventSeq(bus: Bus, stream: string): Promise<number> {
 export type EventReader = { stop(): Promise<void> };
 
 // Reads one subject of an event stream in order, starting after sequence `afterSeq`, through an
-// ordered consumer of its own: ephemeral, so nothing is left on the server when the reader goes.
-// Events that do not match the schema are skipped.
+// ordered consumer of its own. Stopping deletes the consumer: each one costs the server, and
+// readers come and go with every connection. Only a reader whose process died leaves its consumer
+// to the server's inactivity threshold (the client's 5 minutes: nats.js 2.29 drops a shorter one
+// for a consumer that starts at a sequence). Events that do not match the schema are skipped.
 export async function readEvents<P extends z.ZodType>(
   bus: Bus,
   options: { stream: string; subject: string; schema: P; afterSeq: number },
   onEvent: (event: z.output<P>, seq: number) => void,
 ): Promise<EventReader> {
-  const messages = await reachStream(bus, options.stream, async () => {
-    const consumer = await bus.nc.jetstream().consumers.get(bus.streamName(options.stream), {
+  const consumer = await reachStream(bus, options.stream, () =>
+    bus.nc.jetstream().consumers.get(bus.streamName(options.stream), {
       filterSubjects: bus.subject(options.subject),
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: options.afterSeq + 1,
-    });
-    return consumer.consume({
+    }),
+  );
+  const messages = await reachStream(bus, options.stream, () =>
+    consumer.consume({
       callback: (msg) => {
         let body: unknown;
         try {
@@ -87,11 +92,15 @@ export async function readEvents<P extends z.ZodType>(
         if (parsed.success) onEvent(parsed.data, msg.seq);
         else bus.logger.warn({ subject: msg.subject, seq: msg.seq }, 'skipped malformed event');
       },
-    });
-  });
+    }),
+  );
   return {
     async stop() {
       await messages.close();
+      // NATS may be down by now: the inactivity threshold then removes the consumer instead.
+      await consumer.delete().catch((error: unknown) => {
+        bus.logger.warn({ err: error, stream: options.stream }, 'event consumer not deleted');
+      });
     },
   };
 }

@@ -1,13 +1,21 @@
+import { createConnection } from 'node:net';
 import { createLogger } from '@jarvis/telemetry';
-import { NATS_URL, uniqueNamespace } from '@jarvis/testkit';
+import {
+  freePort,
+  makeTempDir,
+  NATS_URL,
+  startProcess,
+  uniqueNamespace,
+  waitFor,
+} from '@jarvis/testkit';
 import { Bus } from './bus';
 import { BusError } from './bus-error';
 
 // A bus on the machine's real NATS in a namespace of its own, so parallel test files never see
 // each other's messages. Here rather than in the testkit, which must not depend on the bus.
-export async function connectTestBus(namespace = uniqueNamespace()): Promise<Bus> {
+export async function connectTestBus(namespace = uniqueNamespace(), url = NATS_URL): Promise<Bus> {
   return Bus.connect({
-    url: NATS_URL,
+    url,
     namespace,
     name: 'test',
     logger: createLogger('test', 'silent'),
@@ -34,4 +42,43 @@ export async function sendRaw(bus: Bus, subject: string, body: unknown): Promise
     { timeout: 10_000 },
   );
   return JSON.parse(new TextDecoder().decode(reply.data));
+}
+
+export type PrivateNats = {
+  url: string;
+  // Kills the server (as an outage would) and removes its storage.
+  stop(): Promise<void>;
+};
+
+// A NATS server (JetStream on) of the test's own, on a free port: a test can take it down to see
+// an outage without touching the machine's shared server.
+export async function startPrivateNats(): Promise<PrivateNats> {
+  const port = await freePort();
+  const dir = await makeTempDir('nats');
+  const server = startProcess({
+    name: 'nats-server',
+    command: 'nats-server',
+    args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir.path],
+    cwd: dir.path,
+    env: process.env,
+  });
+  await waitFor(() => isListening(port), { what: `nats-server on port ${port}` });
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async stop() {
+      await server.kill();
+      await dir.remove();
+    },
+  };
+}
+
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }

@@ -94,6 +94,7 @@ export async function publishWork<P extends z.ZodType>(
   messageId: string,
 ): Promise<void> {
   const body = parseOrThrow(contract.payload, payload);
+  bus.assertConnected();
   await bus.nc.jetstream().publish(bus.subject(contract.subject), encodeJson(body), {
     msgID: messageId,
     headers: headersFrom(injectTraceContext()),

@@ -40,6 +40,8 @@ const Env = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   // Chat turns (POST /v1/chat) one API key may start per minute, on top of that; 0: no limit.
   CHAT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  // Open /v1/events streams one user may hold at once, across gateway replicas; 0: no limit.
+  EVENTS_MAX_STREAMS_PER_USER: z.coerce.number().int().min(0).default(10),
   // Comma-separated origins whose pages may call the API from a browser; unset: none (the web UI
   // is served from the gateway's own origin and needs none).
   CORS_ORIGINS: z

@@ -80,6 +80,7 @@ try {
         chatPerMinute: env.CHAT_RATE_LIMIT_PER_MINUTE,
       },
       corsOrigins: env.CORS_ORIGINS,
+      eventStreamsPerUser: env.EVENTS_MAX_STREAMS_PER_USER,
       stopping: service.stopping,
     }),
   );

@@ -36,6 +36,7 @@ beforeAll(async () => {
     turnTimeoutMs: 5_000,
     rateLimit: { redis, namespace, logger, perMinute: 600, chatPerMinute: 60 },
     corsOrigins: [],
+    eventStreamsPerUser: 10,
     stopping: new AbortController().signal,
   });
   service = createService({

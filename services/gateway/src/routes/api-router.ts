@@ -35,6 +35,8 @@ export type ApiDeps = {
   turnTimeoutMs: number;
   rateLimit: RateLimitDeps;
   corsOrigins: string[];
+  // Open /v1/events streams per user, across replicas; 0: no limit.
+  eventStreamsPerUser: number;
   // The service's: open event streams end on it.
   stopping: AbortSignal;
 };

@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { ensureEventStream, publishWork } from '@jarvis/bus';
 import { defineEvent, USER_EVENTS_STREAM, UserEvent, userEventSubject } from '@jarvis/contracts';
-import { connectSse, type SseConnection } from '@jarvis/testkit';
+import { connectSse, type SseConnection, waitFor } from '@jarvis/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { badRequest, type RouterHarness, startRouterHarness } from './router-test-harness';
 
 // GET /v1/events over the machine's NATS: the user's events as a producer publishes them, in
-// order, only theirs, resumed after Last-Event-ID.
+// order, only theirs, resumed after Last-Event-ID; at most EVENT_STREAMS_PER_USER at once.
+const EVENT_STREAMS_PER_USER = 3;
 let harness: RouterHarness;
 const connections: SseConnection[] = [];
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/events', () => []);
+  harness = await startRouterHarness('/v1/events', () => [], {
+    eventStreamsPerUser: EVENT_STREAMS_PER_USER,
+  });
   await ensureEventStream(harness.bus, USER_EVENTS_STREAM);
 });
 
@@ -49,6 +52,15 @@ async function listen(key: string, lastEventId?: string): Promise<SseConnection>
   });
   connections.push(connection);
   return connection;
+}
+
+// The consumers reading this user's events on the USER_EVENTS stream.
+async function consumersOf(userId: string) {
+  const jsm = await harness.bus.nc.jetstreamManager();
+  const stream = harness.bus.streamName(USER_EVENTS_STREAM.stream);
+  const subject = harness.bus.subject(userEventSubject(userId));
+  const consumers = await jsm.consumers.list(stream).next();
+  return consumers.filter((consumer) => consumer.config.filter_subject === subject);
 }
 
 const objectiveOf = (data: string) =>
@@ -99,5 +111,46 @@ describe('GET /v1/events', () => {
       badRequest('Last-Event-ID: the id of an event of this stream'),
     );
     expect((await fetch(harness.url)).status).toBe(401);
+  });
+
+  it('leaves no consumer on the server once its streams close', async () => {
+    const streams = [];
+    for (let i = 0; i < EVENT_STREAMS_PER_USER; i += 1)
+      streams.push(await listen(harness.alice.key));
+    await waitFor(async () => (await consumersOf(harness.alice.id)).length === streams.length, {
+      what: 'a consumer per stream',
+    });
+
+    for (const stream of streams) stream.close();
+
+    await waitFor(async () => (await consumersOf(harness.alice.id)).length === 0, {
+      what: 'the consumers to go',
+    });
+  });
+
+  it('answers 429 past the open streams a user may hold, and admits again once one closes', async () => {
+    const streams = [];
+    for (let i = 0; i < EVENT_STREAMS_PER_USER; i += 1) streams.push(await listen(harness.bob.key));
+
+    const refused = await harness.call('GET', '', { key: harness.bob.key });
+    // Per user: another user's streams do not count.
+    const alice = await listen(harness.alice.key);
+    streams[0]?.close();
+    const admitted = await waitFor(async () => {
+      const stream = await listen(harness.bob.key);
+      return stream.response.status === 200 ? stream : undefined;
+    });
+
+    expect(refused).toEqual({
+      status: 429,
+      body: {
+        error: {
+          code: 'rate_limited',
+          message: `too many open event streams: ${EVENT_STREAMS_PER_USER} per user; close one first`,
+        },
+      },
+    });
+    expect(alice.response.status).toBe(200);
+    expect(admitted.response.status).toBe(200);
   });
 });

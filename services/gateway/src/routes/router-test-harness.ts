@@ -37,6 +37,9 @@ type HarnessOptions = {
   // Per key per minute (0: none); the production defaults unless a test sets its own.
   rateLimit?: { perMinute: number; chatPerMinute: number };
   corsOrigins?: string[];
+  eventStreamsPerUser?: number;
+  // A NATS server of the test's own (startPrivateNats), to take down; the machine's otherwise.
+  natsUrl?: string;
 };
 
 // The gateway's real /v1 router in front of the memory service's real handlers, on a test
@@ -56,8 +59,8 @@ export async function startRouterHarness(
     directory: new URL('../../../memory/migrations', import.meta.url),
   });
   const namespace = uniqueNamespace('gateway-routes');
-  const memoryBus = await connectTestBus(namespace);
-  const gatewayBus = await connectTestBus(namespace);
+  const memoryBus = await connectTestBus(namespace, options.natsUrl);
+  const gatewayBus = await connectTestBus(namespace, options.natsUrl);
   const redis = connectTestRedis();
   // As main.ts does, the routes start once Redis is ready: until then the rate limiter lets
   // requests through uncounted, and a test's first request could be one of them.
@@ -95,6 +98,7 @@ export async function startRouterHarness(
         ...(options.rateLimit ?? { perMinute: 600, chatPerMinute: 60 }),
       },
       corsOrigins: options.corsOrigins ?? [],
+      eventStreamsPerUser: options.eventStreamsPerUser ?? 10,
     }),
   );
   const { port } = await service.start();

@@ -59,7 +59,7 @@ describe('the memory API through the gateway', () => {
     expect(imported.status).toBe(200);
     expect(ImportMessagesResponse.parse(await imported.json())).toEqual({ imported: 3 });
 
-    // The same call again (a client retry) stores nothing twice.
+    // The same call again (a client retry) stores nothing twice, and answers as the first did.
     const retried = await call(
       'POST',
       `/v1/conversations/${conversationId}/messages/import`,
@@ -67,7 +67,7 @@ describe('the memory API through the gateway', () => {
       { messages },
       { 'idempotency-key': 'history-1' },
     );
-    expect(ImportMessagesResponse.parse(await retried.json())).toEqual({ imported: 0 });
+    expect(ImportMessagesResponse.parse(await retried.json())).toEqual({ imported: 3 });
 
     const search = await call('POST', '/v1/memory/search', alice, {
       query: 'when is the trip to Lisbon?',

@@ -12,12 +12,23 @@ export const PG_INTEGER_MAX = 2_147_483_647;
 // 32k characters is far above any real chat message and well below what the model can take.
 export const MESSAGE_MAX_CHARS = 32_000;
 
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+// An instant with its offset. Years 0001-9999 only, in the text and in UTC: Postgres refuses
+// year 0000 as text (JavaScript takes it), and an instant past 9999 in UTC prints as "+010000-…",
+// which no timestamp schema reads back. Every timestamp a client sends is one of these.
+export const Timestamp = z.iso.datetime({ offset: true }).refine((text) => {
+  const instant = Date.parse(text);
+  return !text.startsWith('0000') && instant >= FIRST_INSTANT && instant <= LAST_INSTANT;
+}, 'year must be 0001-9999');
+
 export const StoredMessage = z.object({
   id: Id,
   conversationId: Id,
   role: MessageRole,
   content: z.string(),
-  createdAt: z.iso.datetime({ offset: true }),
+  createdAt: Timestamp,
 });
 export type StoredMessage = z.infer<typeof StoredMessage>;
 

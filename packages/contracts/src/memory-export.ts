@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, MESSAGE_MAX_CHARS, MessageRole, PG_INTEGER_MAX } from './common';
+import { Id, MESSAGE_MAX_CHARS, MessageRole, PG_INTEGER_MAX, Timestamp } from './common';
 import { defineRpc } from './define';
 import {
   DOCUMENT_SOURCE_MAX_CHARS,
@@ -26,7 +26,6 @@ export const EXPORT_VERSION = 1;
 export const EXPORT_PAGE_MAX_RECORDS = 500;
 export const IMPORT_BATCH_MAX_RECORDS = 1_000;
 
-const Timestamp = z.iso.datetime({ offset: true });
 // Lower case, so an id derives the same new id however a file spells it.
 const RecordId = Id.toLowerCase();
 const Count = z.number().int().nonnegative().max(PG_INTEGER_MAX);
@@ -90,7 +89,16 @@ export const ExportedFact = z
   .refine((fact) => fact.supersededBy === null || fact.validTo !== null, {
     message: 'a superseded fact must have validTo',
     path: ['validTo'],
-  });
+  })
+  // A version closed before it began would never have been valid: recall and the history
+  // would place it nowhere.
+  .refine(
+    (fact) => fact.validTo === null || Date.parse(fact.validTo) >= Date.parse(fact.validFrom),
+    {
+      message: 'validTo must not be before validFrom',
+      path: ['validTo'],
+    },
+  );
 
 // The current version; a deleted file keeps its history.
 export const ExportedFile = z.strictObject({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, Timestamp } from './common';
 import { defineRpc } from './define';
 
 // Facts: semantic memory, short statements about the user ("prefers tea", "decided to move to
@@ -47,7 +47,6 @@ const SourceMessageIds = z
   .max(FACT_SOURCE_MESSAGES_MAX)
   .transform((ids) => [...new Set(ids)]);
 const FactListLimit = z.number().int().min(1).max(FACT_LIST_MAX_LIMIT);
-const Timestamp = z.iso.datetime({ offset: true });
 
 export const Fact = z.object({
   id: Id,

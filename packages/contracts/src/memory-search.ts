@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, Timestamp } from './common';
 import { defineRpc } from './define';
 
 export const MemoryKind = z.enum(['message', 'fact', 'summary', 'file', 'document']);
@@ -13,8 +13,8 @@ export const SearchQuery = z.strictObject({
   limit: z.number().int().min(1).max(SEARCH_MAX_LIMIT).default(10),
   kinds: z.array(MemoryKind).min(1).optional(),
   conversationId: Id.optional(),
-  from: z.iso.datetime({ offset: true }).optional(),
-  to: z.iso.datetime({ offset: true }).optional(),
+  from: Timestamp.optional(),
+  to: Timestamp.optional(),
 });
 export type SearchQuery = z.input<typeof SearchQuery>;
 

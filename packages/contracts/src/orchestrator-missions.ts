@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Usage } from './common';
+import { Id, Timestamp, Usage } from './common';
 import { defineEvent, defineRpc } from './define';
 import { ErrorInfo } from './errors';
 
@@ -34,7 +34,6 @@ export const MissionTaskStatus = z.enum([
 ]);
 export type MissionTaskStatus = z.infer<typeof MissionTaskStatus>;
 
-const Timestamp = z.iso.datetime({ offset: true });
 const ToolName = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'a tool name is letters, digits, _ and -');

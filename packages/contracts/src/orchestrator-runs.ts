@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Usage } from './common';
+import { Id, Timestamp, Usage } from './common';
 import { defineRpc } from './define';
 import { ErrorInfo } from './errors';
 
@@ -24,7 +24,6 @@ export type RunStepKind = z.infer<typeof RunStepKind>;
 export const RunStepStatus = z.enum(['ok', 'error']);
 export type RunStepStatus = z.infer<typeof RunStepStatus>;
 
-const Timestamp = z.iso.datetime({ offset: true });
 const Count = z.number().int().nonnegative();
 const CostUsd = z.number().nonnegative();
 const JsonObject = z.record(z.string(), z.unknown());

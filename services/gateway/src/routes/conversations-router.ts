@@ -57,6 +57,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
         conversationId: id,
         messages: body.messages,
         idempotencyKey: req.get('idempotency-key'),
+        isClientKey: true,
       }),
     );
   });
@@ -72,6 +73,7 @@ export function createConversationsRouter(deps: ConversationsRouterDeps): Router
         conversationId: conversation.conversationId,
         messages: conversation.messages,
         idempotencyKey: `chatgpt:${conversation.sourceId}`,
+        isClientKey: false,
       });
       imported += result.imported;
     }

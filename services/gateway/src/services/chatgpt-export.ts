@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { ImportedMessage } from '@jarvis/contracts';
+import { type ImportedMessage, Timestamp } from '@jarvis/contracts';
+import { HttpError } from '@jarvis/service-kit';
 import { z } from 'zod';
 
 // ChatGPT's data export (`conversations.json`): each conversation is a tree of nodes; the branch
@@ -40,11 +41,30 @@ export type ParsedConversation = {
 const ROLES = new Set(['user', 'assistant']);
 const MAX_CONTENT = 32_000;
 
+// Seconds since 1970 as an instant of years 0001-9999, or undefined: a time out of that range
+// failed in Postgres (year 0000) or in Date itself (1e20), after earlier conversations were
+// stored.
+function instantOf(seconds: number): string | undefined {
+  const date = new Date(seconds * 1_000);
+  if (Number.isNaN(date.getTime())) return undefined;
+  const instant = date.toISOString();
+  return Timestamp.safeParse(instant).success ? instant : undefined;
+}
+
+function badTime(where: string, seconds: number): HttpError {
+  return new HttpError('bad_request', `${where}: create_time ${seconds}: year must be 0001-9999`);
+}
+
+// Every conversation is read, and every time checked, before any is stored: a bad one answers
+// 400 naming it (counted from 1, messages in the order they are imported).
 export function parseChatGptExport(userId: string, data: ChatGptExport): ParsedConversation[] {
   return data.flatMap((conversation, position) => {
     const sourceId = conversation.conversation_id ?? conversation.id ?? `position-${position}`;
     const fallbackTime = conversation.create_time ?? 0;
-    const messages: ImportedMessage[] = [];
+    if (instantOf(fallbackTime) === undefined) {
+      throw badTime(`conversation ${position + 1}`, fallbackTime);
+    }
+    const branch: { role: ImportedMessage['role']; content: string; seconds: number }[] = [];
     const seen = new Set<string>();
     let nodeId = conversation.current_node ?? lastLeaf(conversation.mapping);
     // Walk up to the root, then reverse: the branch in order.
@@ -59,16 +79,26 @@ export function parseChatGptExport(userId: string, data: ChatGptExport): ParsedC
         .trim();
       const role = message?.author.role;
       if (message && role && ROLES.has(role) && text) {
-        messages.push({
+        branch.push({
           role: role === 'user' ? 'user' : 'assistant',
           content: text.slice(0, MAX_CONTENT),
-          createdAt: new Date((message.create_time ?? fallbackTime) * 1_000).toISOString(),
-          metadata: { source: 'chatgpt', title: conversation.title ?? null, chatgptId: sourceId },
+          seconds: message.create_time ?? fallbackTime,
         });
       }
       nodeId = node.parent ?? undefined;
     }
-    messages.reverse();
+    const messages = branch.reverse().map(({ role, content, seconds }, index): ImportedMessage => {
+      const createdAt = instantOf(seconds);
+      if (createdAt === undefined) {
+        throw badTime(`conversation ${position + 1}, message ${index + 1}`, seconds);
+      }
+      return {
+        role,
+        content,
+        createdAt,
+        metadata: { source: 'chatgpt', title: conversation.title ?? null, chatgptId: sourceId },
+      };
+    });
     return messages.length > 0
       ? [{ conversationId: stableUuid(`chatgpt:${userId}:${sourceId}`), sourceId, messages }]
       : [];

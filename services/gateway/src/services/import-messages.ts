@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { type ImportedMessage, type ImportMessagesResponse, memoryImport } from '@jarvis/contracts';
 
@@ -11,15 +11,27 @@ export type ImportOptions = {
   userId: string;
   conversationId: string;
   messages: ImportedMessage[];
-  // The client's Idempotency-Key: the same key again stores nothing twice.
+  // The client's Idempotency-Key: the same request again stores nothing twice and answers as the
+  // first did; the key with another request (other messages, another conversation) is refused.
   idempotencyKey: string | undefined;
+  // Whether the key is the client's own, held to one request (a ChatGPT export's key is not: a
+  // conversation continued since the last export adds its new messages).
+  isClientKey: boolean;
 };
+
+// The request as parsed, so spacing and field order in the client's JSON do not count.
+function hashRequest(options: ImportOptions): string {
+  const request = { conversationId: options.conversationId, messages: options.messages };
+  return createHash('sha256').update(JSON.stringify(request)).digest('hex');
+}
 
 export async function importMessages(
   bus: Bus,
   options: ImportOptions,
 ): Promise<ImportMessagesResponse> {
   const batchKey = `import:${options.idempotencyKey ?? randomUUID()}`;
+  const requestHash =
+    options.idempotencyKey !== undefined && options.isClientKey ? hashRequest(options) : undefined;
   const budget = Math.floor((bus.nc.info?.max_payload ?? 1_048_576) * SLICE_SHARE_OF_MAX_PAYLOAD);
   let imported = 0;
   let start = 0;
@@ -39,6 +51,7 @@ export async function importMessages(
         conversationId: options.conversationId,
         batchKey,
         firstIndex: start,
+        ...(requestHash === undefined ? {} : { requestHash }),
         messages: options.messages.slice(start, end),
       },
       { timeoutMs: IMPORT_TIMEOUT_MS },

@@ -105,6 +105,20 @@ describe('parseExportFile', () => {
     ).toMatch(/^line 3: record too large/);
   });
 
+  it('refuses a date outside years 0001-9999, and a fact that ends before it begins', () => {
+    expect(problemOf(file(HEADER, { ...conversation, createdAt: '0000-01-01T00:00:00Z' }))).toBe(
+      'line 2: createdAt: year must be 0001-9999',
+    );
+    expect(
+      problemOf(file(HEADER, conversation, { ...message, createdAt: '0001-01-01T00:30:00+01:00' })),
+    ).toBe('line 3: createdAt: year must be 0001-9999');
+    expect(
+      problemOf(file(HEADER, { ...fact(randomUUID(), null), validTo: '2024-04-30T10:00:00Z' })),
+    ).toBe('line 2: validTo: validTo must not be before validFrom');
+    const lastYear = { ...message, createdAt: '9999-12-31T23:59:59Z' };
+    expect(parseExportFile(file(HEADER, conversation, lastYear), MAX_RECORD_BYTES)).toHaveLength(2);
+  });
+
   it('refuses references to records that are not in the file', () => {
     expect(problemOf(file(HEADER, message))).toBe(
       'line 2: conversationId: names no conversation of the file',

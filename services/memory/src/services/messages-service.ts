@@ -7,6 +7,7 @@ import type {
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import { ensureConversation } from '../repositories/conversations-repository';
+import { claimImportBatch } from '../repositories/import-batches-repository';
 import { appendQueuedMessage, insertMessagesInOrder } from '../repositories/messages-repository';
 import { indexMessages } from './index-messages';
 
@@ -35,6 +36,8 @@ export async function appendMessage(
 
 // Stores a past conversation's messages in order without running any turn. The conversation is
 // created for the user under the given id; an id that belongs to someone else is "not found".
+// With a request hash, the batch key is the client's Idempotency-Key: another request under it
+// is refused, and the same one again answers as it did the first time, storing nothing twice.
 export async function importMessages(
   pool: Pool,
   request: MemoryImportRequest,
@@ -42,6 +45,20 @@ export async function importMessages(
   return withTransaction(pool, async (db) => {
     const conversationId = await ensureConversation(db, request.userId, request.conversationId);
     if (!conversationId) throw new BusError('not_found', 'conversation not found');
+    if (request.requestHash !== undefined) {
+      const firstHash = await claimImportBatch(
+        db,
+        request.userId,
+        request.batchKey,
+        request.requestHash,
+      );
+      if (firstHash !== request.requestHash) {
+        throw new BusError(
+          'idempotency_key_reused',
+          'this Idempotency-Key was used with another request; nothing was imported',
+        );
+      }
+    }
     const inserted = await insertMessagesInOrder(
       db,
       request.userId,
@@ -56,6 +73,9 @@ export async function importMessages(
       })),
     );
     await indexMessages(db, request.userId, conversationId, inserted);
-    return { imported: inserted.length };
+    // Under a key, every message of the slice is stored, now or by the request it repeats.
+    return {
+      imported: request.requestHash === undefined ? inserted.length : request.messages.length,
+    };
   });
 }

@@ -10,8 +10,18 @@ describe('gateway settings', () => {
     expect(loadEnv({})).toMatchObject({
       RATE_LIMIT_PER_MINUTE: 600,
       CHAT_RATE_LIMIT_PER_MINUTE: 60,
+      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: 60,
+      TRUST_PROXY: ['uniquelocal'],
       CORS_ORIGINS: [],
     });
+  });
+
+  it.each([
+    ['false', false],
+    ['2', 2],
+    [' loopback, 10.0.0.0/8 ,172.18.0.2', ['loopback', '10.0.0.0/8', '172.18.0.2']],
+  ])('reads TRUST_PROXY=%j as %j', (value, expected) => {
+    expect(loadEnv({ TRUST_PROXY: value }).TRUST_PROXY).toEqual(expected);
   });
 
   it('reads CORS_ORIGINS as a comma-separated list', () => {
@@ -27,6 +37,9 @@ describe('gateway settings', () => {
     ['CORS_ORIGINS', '*'],
     ['RATE_LIMIT_PER_MINUTE', '-1'],
     ['CHAT_RATE_LIMIT_PER_MINUTE', 'many'],
+    ['RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', '-5'],
+    ['TRUST_PROXY', 'traefik'],
+    ['TRUST_PROXY', '0'],
   ])('refuses %s=%s at boot', (name, value) => {
     vi.spyOn(process.stderr, 'write').mockReturnValue(true);
     vi.spyOn(process, 'exit').mockImplementation((code) => {

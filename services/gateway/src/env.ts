@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { baseEnvShape, databaseEnvShape, parseEnv, redisEnvShape } from '@jarvis/service-kit';
 import { z } from 'zod';
 
@@ -8,6 +9,30 @@ const Origin = z
     (origin) => URL.canParse(origin) && new URL(origin).origin === origin,
     'each origin is scheme://host[:port], with no path or trailing slash',
   );
+
+// Express's named ranges, or an address or CIDR.
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const TrustedProxy = z
+  .string()
+  .refine(
+    (entry) => PROXY_RANGES.has(entry) || isIP(entry.split('/')[0] ?? '') !== 0,
+    'each entry is loopback, linklocal, uniquelocal, an IP address or a CIDR',
+  );
+
+// What express's "trust proxy" takes: false (no proxy), a number of proxy hops, or the
+// addresses of trusted proxies.
+const TrustProxy = z
+  .string()
+  .trim()
+  .transform((value) => {
+    if (value === 'false') return false;
+    if (/^\d+$/.test(value)) return Number(value);
+    return value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
+  })
+  .pipe(z.union([z.literal(false), z.number().int().min(1), z.array(TrustedProxy).min(1)]));
 
 const Env = z.object({
   ...baseEnvShape,
@@ -36,10 +61,17 @@ const Env = z.object({
   TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
   // Longest wait for a service to accept a request before answering 503/504.
   SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
-  // Requests one API key may make per minute on any /v1 route (sliding window); 0: no limit.
+  // Requests one user (all their keys together) may make per minute on any /v1 route (sliding
+  // window); 0: no limit.
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
-  // Chat turns (POST /v1/chat) one API key may start per minute, on top of that; 0: no limit.
+  // Chat turns (POST /v1/chat) one user may start per minute, on top of that; 0: no limit.
   CHAT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  // Requests without a valid API key one client address may make per minute; 0: no limit.
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  // Peers whose X-Forwarded-For names the client address: "false" (none), a hop count, or
+  // comma-separated loopback/linklocal/uniquelocal/IPs/CIDRs. The default trusts private
+  // networks, where compose's Traefik is.
+  TRUST_PROXY: TrustProxy.default(['uniquelocal']),
   // Open /v1/events streams one user may hold at once, across gateway replicas; 0: no limit.
   EVENTS_MAX_STREAMS_PER_USER: z.coerce.number().int().min(0).default(10),
   // Comma-separated origins whose pages may call the API from a browser; unset: none (the web UI

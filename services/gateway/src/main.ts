@@ -57,6 +57,10 @@ try {
       await telemetry.stop();
     },
   });
+  // req.ip, which limits requests without a valid key per address, is the socket's address
+  // unless the peer is a trusted proxy: a client could otherwise pick its own by sending
+  // X-Forwarded-For.
+  service.app.set('trust proxy', env.TRUST_PROXY);
   // Security headers on everything after /healthz, /readyz and /metrics: the API, the web UI and
   // every error. Without upgrade-insecure-requests: Traefik already sends plain HTTP to HTTPS,
   // and a browser on http://127.0.0.1 (make dev, the browser test) would load nothing.
@@ -78,6 +82,7 @@ try {
         logger,
         perMinute: env.RATE_LIMIT_PER_MINUTE,
         chatPerMinute: env.CHAT_RATE_LIMIT_PER_MINUTE,
+        unauthenticatedPerMinute: env.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE,
       },
       corsOrigins: env.CORS_ORIGINS,
       eventStreamsPerUser: env.EVENTS_MAX_STREAMS_PER_USER,

@@ -1,7 +1,9 @@
 import type { Pool } from '@jarvis/db';
+import { HttpError } from '@jarvis/service-kit';
 import type { Request, RequestHandler } from 'express';
 import type { Principal } from '../repositories/users-repository';
 import { authenticate } from '../services/api-keys';
+import type { CountUnauthenticated } from './rate-limit';
 
 // Keyed by the request object, which express hands unchanged to every router below.
 const principals = new WeakMap<Request, Principal>();
@@ -13,11 +15,31 @@ export function principalOf(req: Request): Principal {
   return principal;
 }
 
+// A body the client is still sending: the request was not complete when it was answered.
+function isBodyPending(req: Request): boolean {
+  if (req.complete) return false;
+  return req.get('transfer-encoding') !== undefined || Number(req.get('content-length')) > 0;
+}
+
 // Once per request, before any body is read: a request without a valid key costs a header and
-// a key lookup, never the upload it carries.
-export function authenticateRequests(pool: Pool): RequestHandler {
-  return async (req, _res, next) => {
-    principals.set(req, await authenticate(pool, req.get('authorization')));
+// a key lookup, never the upload it carries. Each refusal counts against the client's address,
+// so guessing keys or sending uploads without one is limited too.
+export function authenticateRequests(
+  pool: Pool,
+  countUnauthenticated: CountUnauthenticated,
+): RequestHandler {
+  return async (req, res, next) => {
+    let principal: Principal;
+    try {
+      principal = await authenticate(pool, req.get('authorization'));
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.code !== 'unauthorized') throw error;
+      // Closing the connection stops an upload that would otherwise be received in full, only
+      // to be thrown away, before the connection could serve the next request.
+      if (isBodyPending(req)) res.setHeader('Connection', 'close');
+      return next((await countUnauthenticated(req, res)) ?? error);
+    }
+    principals.set(req, principal);
     next();
   };
 }

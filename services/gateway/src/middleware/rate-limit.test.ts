@@ -4,16 +4,21 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
 import { createUser } from '../services/api-keys';
-import { limitRequests } from './rate-limit';
+import { createRateLimits } from './rate-limit';
 
 const PER_MINUTE = 10;
 const CHAT_PER_MINUTE = 3;
+const UNAUTHENTICATED_PER_MINUTE = 5;
 
 let harness: RouterHarness;
 
 beforeAll(async () => {
   harness = await startRouterHarness('/v1', () => [], {
-    rateLimit: { perMinute: PER_MINUTE, chatPerMinute: CHAT_PER_MINUTE },
+    rateLimit: {
+      perMinute: PER_MINUTE,
+      chatPerMinute: CHAT_PER_MINUTE,
+      unauthenticatedPerMinute: UNAUTHENTICATED_PER_MINUTE,
+    },
   });
 });
 
@@ -44,7 +49,7 @@ function rateHeaders(response: Response) {
   };
 }
 
-describe('per-key rate limits', () => {
+describe('per-user rate limits', () => {
   it('counts down on every response, then answers 429 with Retry-After', async () => {
     const key = await newKey();
     for (let used = 1; used <= PER_MINUTE; used++) {
@@ -64,7 +69,7 @@ describe('per-key rate limits', () => {
       error: {
         code: 'rate_limited',
         message: expect.stringMatching(
-          /^rate limit reached: 10 requests per minute for this API key; retry in (59|60) s$/,
+          /^rate limit reached: 10 requests per minute for this user; retry in (59|60) s$/,
         ),
       },
     });
@@ -83,18 +88,14 @@ describe('per-key rate limits', () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(40 - PER_MINUTE);
   });
 
-  it('counts each key apart, whoever owns it', async () => {
+  it("counts all of a user's keys together, and each user apart", async () => {
     const key = await newKey();
-    await Promise.all(Array.from({ length: PER_MINUTE }, () => send(key)));
+    const created = await send(key, 'POST');
+    const { apiKey: sameUsersOtherKey } = (await created.json()) as { apiKey: string };
+    await Promise.all(Array.from({ length: PER_MINUTE - 1 }, () => send(key)));
     expect((await send(key)).status).toBe(429);
 
-    const created = await fetch(`${harness.url}/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${harness.alice.key}` },
-    });
-    const { apiKey: sameUsersOtherKey } = (await created.json()) as { apiKey: string };
-
-    expect((await send(sameUsersOtherKey)).status).toBe(200);
+    expect((await send(sameUsersOtherKey)).status).toBe(429);
     expect((await send(harness.bob.key)).status).toBe(200);
   });
 
@@ -121,12 +122,71 @@ describe('per-key rate limits', () => {
     expect(other.status).toBe(200);
     expect(rateHeaders(other).remaining).toBe(String(PER_MINUTE - CHAT_PER_MINUTE - 1));
   });
+});
 
-  it('does not count requests without a key', async () => {
-    const response = await send(undefined);
+describe('requests without a valid key', () => {
+  it('are limited per client address, a wrong key counting like none', async () => {
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer jv_guessedButWrong' },
+      { authorization: 'Basic YWxpY2U6c2VjcmV0' },
+      {},
+      { authorization: `Bearer ${harness.alice.key} extra` },
+    ];
+    for (const [index, headers] of attempts.entries()) {
+      // Not trusted here (the harness trusts no proxy): the header cannot dodge the limit.
+      const response = await fetch(`${harness.url}/keys`, {
+        headers: { ...headers, 'x-forwarded-for': `203.0.113.${index}` },
+      });
+      expect(response.status).toBe(401);
+      expect(rateHeaders(response)).toMatchObject({
+        limit: String(UNAUTHENTICATED_PER_MINUTE),
+        remaining: String(UNAUTHENTICATED_PER_MINUTE - index - 1),
+      });
+    }
 
-    expect(response.status).toBe(401);
-    expect(response.headers.get('ratelimit-limit')).toBeNull();
+    const refused = await fetch(`${harness.url}/keys`, {
+      headers: { 'x-forwarded-for': '198.51.100.7' },
+    });
+
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({
+      error: {
+        code: 'rate_limited',
+        message: expect.stringMatching(
+          /^rate limit reached: 5 requests without a valid API key per minute from this address; retry in (59|60) s$/,
+        ),
+      },
+    });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(59);
+    // A valid key from the same address is its user's to limit, not the address's.
+    expect((await send(harness.bob.key)).status).toBe(200);
+  });
+});
+
+describe('behind a trusted proxy', () => {
+  let proxied: RouterHarness;
+
+  beforeAll(async () => {
+    proxied = await startRouterHarness('/v1', () => [], {
+      rateLimit: { perMinute: 0, chatPerMinute: 0, unauthenticatedPerMinute: 2 },
+      trustProxy: ['loopback'],
+    });
+  });
+
+  afterAll(async () => {
+    await proxied?.stop();
+  });
+
+  it("counts each client by the proxy's X-Forwarded-For", async () => {
+    const from = (client: string) =>
+      fetch(`${proxied.url}/keys`, { headers: { 'x-forwarded-for': client } });
+
+    const first = [await from('203.0.113.1'), await from('203.0.113.1'), await from('203.0.113.1')];
+    const other = await from('203.0.113.2');
+
+    expect(first.map((response) => response.status)).toEqual([401, 401, 429]);
+    expect(other.status).toBe(401);
   });
 });
 
@@ -147,9 +207,17 @@ describe('without Redis', () => {
       onStop: async () => {},
       exit: () => {},
     });
-    service.app.use(
-      limitRequests({ redis, namespace: 'no-redis', logger, perMinute: 1, chatPerMinute: 1 }),
-    );
+    const { countUnauthenticated } = createRateLimits({
+      redis,
+      namespace: 'no-redis',
+      logger,
+      perMinute: 1,
+      chatPerMinute: 1,
+      unauthenticatedPerMinute: 1,
+    });
+    service.app.use(async (req, res, next) => {
+      next(await countUnauthenticated(req, res));
+    });
     service.app.get('/ping', (_req, res) => {
       res.json({ ok: true });
     });

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { HttpError } from '@jarvis/service-kit';
 import type { Logger } from '@jarvis/telemetry';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
-import { bearerKey, hashApiKey } from '../services/api-keys';
 import { admitRequest, type RateVerdict, type RateWindow } from '../services/rate-limiter';
+import { principalOf } from './authenticate';
 
 const WINDOW_MS = 60_000;
 
@@ -14,10 +14,22 @@ export type RateLimitDeps = {
   // count apart.
   namespace: string;
   logger: Logger;
-  // Requests per key per minute on every route; 0: no limit.
+  // Requests per user per minute on every route; 0: no limit.
   perMinute: number;
-  // Chat turns per key per minute, on top of perMinute; 0: no limit.
+  // Chat turns per user per minute, on top of perMinute; 0: no limit.
   chatPerMinute: number;
+  // Requests without a valid key per client address per minute; 0: no limit.
+  unauthenticatedPerMinute: number;
+};
+
+// Counts a request that failed authentication against its address: the error to answer
+// instead of the 401 when the address is over its limit.
+export type CountUnauthenticated = (req: Request, res: Response) => Promise<HttpError | undefined>;
+
+export type RateLimits = {
+  // After authentication: the request's user's limits.
+  limitPerUser: RequestHandler;
+  countUnauthenticated: CountUnauthenticated;
 };
 
 // A chat turn costs model time, so it has a limit of its own.
@@ -25,25 +37,22 @@ function isChatTurn(req: Request): boolean {
   return req.method === 'POST' && req.path === '/chat';
 }
 
-// Per-key sliding-window limits on /v1, before any route runs. Counted per key rather than per
-// address: one user's scripts behind a shared address must not starve the others, and the key is
-// who the limit is for. The key is identified by its hash, without a database lookup; a request
-// with no key is not counted (it gets no further than its route's 401).
-export function limitRequests(deps: RateLimitDeps): RequestHandler {
+// Sliding-window limits on /v1, shared by every replica through Redis. An authenticated request
+// counts against its user, whichever of the user's keys it carries: a user may hold many keys,
+// and the limit is for the user. One user's scripts behind a shared address do not starve the
+// others. A request without a valid key has no user, so it counts against its client address
+// (req.ip: behind a proxy, only as far as the app's "trust proxy" setting believes the
+// X-Forwarded-For header), which bounds what guessing keys or unauthenticated uploads can cost.
+export function createRateLimits(deps: RateLimitDeps): RateLimits {
   let isFailingOpen = false;
-  return async (req, res, next) => {
-    const key = bearerKey(req.get('authorization'));
-    if (!key) return next();
-    const id = `${deps.namespace}:ratelimit:{${hashApiKey(key)}}`;
-    const windows: RateWindow[] = [];
-    if (deps.perMinute > 0) {
-      windows.push({ key: `${id}:all`, limit: deps.perMinute, what: 'requests' });
-    }
-    if (deps.chatPerMinute > 0 && isChatTurn(req)) {
-      windows.push({ key: `${id}:chat`, limit: deps.chatPerMinute, what: 'chat turns' });
-    }
-    if (windows.length === 0) return next();
 
+  // The error to answer when a window is full; undefined to go on.
+  async function admit(
+    res: Response,
+    windows: RateWindow[],
+    whose: string,
+  ): Promise<HttpError | undefined> {
+    if (windows.length === 0) return undefined;
     // Fail open: the limits protect the service from overuse; they do not decide who may come
     // in (authentication does). Refusing everyone while Redis restarts would turn a Redis blip
     // into an outage of the whole API, and the readiness check and watchdog already restart the
@@ -58,7 +67,7 @@ export function limitRequests(deps: RateLimitDeps): RequestHandler {
         isFailingOpen = true;
         deps.logger.warn({ err: error }, 'rate limits off: Redis is unreachable');
       }
-      return next();
+      return undefined;
     }
     if (isFailingOpen) {
       isFailingOpen = false;
@@ -68,15 +77,38 @@ export function limitRequests(deps: RateLimitDeps): RequestHandler {
     res.setHeader('RateLimit-Limit', verdict.window.limit);
     res.setHeader('RateLimit-Remaining', verdict.remaining);
     res.setHeader('RateLimit-Reset', Math.ceil(verdict.resetMs / 1_000));
-    if (verdict.isAdmitted) return next();
+    if (verdict.isAdmitted) return undefined;
     const retryAfterS = Math.max(Math.ceil(verdict.resetMs / 1_000), 1);
     res.setHeader('Retry-After', retryAfterS);
     const { limit, what } = verdict.window;
-    next(
-      new HttpError(
-        'rate_limited',
-        `rate limit reached: ${limit} ${what} per minute for this API key; retry in ${retryAfterS} s`,
-      ),
+    return new HttpError(
+      'rate_limited',
+      `rate limit reached: ${limit} ${what} per minute ${whose}; retry in ${retryAfterS} s`,
     );
+  }
+
+  return {
+    async limitPerUser(req, res, next) {
+      const id = `${deps.namespace}:ratelimit:{user:${principalOf(req).userId}}`;
+      const windows: RateWindow[] = [];
+      if (deps.perMinute > 0) {
+        windows.push({ key: `${id}:all`, limit: deps.perMinute, what: 'requests' });
+      }
+      if (deps.chatPerMinute > 0 && isChatTurn(req)) {
+        windows.push({ key: `${id}:chat`, limit: deps.chatPerMinute, what: 'chat turns' });
+      }
+      next(await admit(res, windows, 'for this user'));
+    },
+
+    countUnauthenticated(req, res) {
+      if (deps.unauthenticatedPerMinute <= 0) return Promise.resolve(undefined);
+      const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+      const window = {
+        key: `${deps.namespace}:ratelimit:{address:${address}}:unauthenticated`,
+        limit: deps.unauthenticatedPerMinute,
+        what: 'requests without a valid API key',
+      };
+      return admit(res, [window], 'from this address');
+    },
   };
 }

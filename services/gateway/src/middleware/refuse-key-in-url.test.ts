@@ -33,6 +33,25 @@ describe('a key in the URL', () => {
     expect(await response.json()).toEqual(REFUSED);
   });
 
+  it.each([
+    ['under any name', (key: string) => `q=${key}`],
+    ['as a parameter name', (key: string) => `${key}=1`],
+    ['inside a longer value', (key: string) => `auth=${encodeURIComponent(`Bearer ${key}`)}`],
+    [
+      'percent-encoded',
+      (key: string) => `x=${[...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}`,
+    ],
+    ['in a bracketed name', (key: string) => `filter[owner]=${key}`],
+    ['after other parameters', (key: string) => `limit=5&cursor=${key}`],
+  ])('is refused %s', async (_how, query) => {
+    const response = await fetch(`${harness.url}/conversations?${query(harness.alice.key)}`, {
+      headers: { authorization: `Bearer ${harness.alice.key}` },
+    });
+
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(REFUSED);
+  });
+
   it('is refused even beside a good Authorization header, on any route', async () => {
     const response = await fetch(`${harness.url}/usage?token=${harness.alice.key}`, {
       headers: { authorization: `Bearer ${harness.alice.key}` },
@@ -43,7 +62,7 @@ describe('a key in the URL', () => {
   });
 
   it('leaves other query parameters alone', async () => {
-    const response = await fetch(`${harness.url}/keys?keys=1&monkey=2`, {
+    const response = await fetch(`${harness.url}/keys?keys=1&monkey=2&prefix=jv_short`, {
       headers: { authorization: `Bearer ${harness.alice.key}` },
     });
 

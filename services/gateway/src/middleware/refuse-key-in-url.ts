@@ -1,14 +1,27 @@
 import { HttpError } from '@jarvis/service-kit';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
+import { containsApiKey } from '../services/api-keys';
 
-// Query parameters clients commonly put credentials in.
+// Query parameters clients commonly put credentials in, refused whatever their value.
 const KEY_PARAMETERS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token']);
 
+// Read from the URL as sent rather than req.query, whose parser turns names like a[b]=c into
+// objects and would hide a value from the check.
+function hasKeyInQuery(req: Request): boolean {
+  const start = req.originalUrl.indexOf('?');
+  if (start < 0) return false;
+  for (const [name, value] of new URLSearchParams(req.originalUrl.slice(start + 1))) {
+    if (KEY_PARAMETERS.has(name.toLowerCase())) return true;
+    if (containsApiKey(name) || containsApiKey(value)) return true;
+  }
+  return false;
+}
+
 // A key in a URL ends up in proxy logs, browser history and Referer headers, so one is refused
-// even when the Authorization header is right, before anything reads or logs the request.
+// under any parameter name, even when the Authorization header is right, before anything reads
+// or logs the request.
 export const refuseKeyInUrl: RequestHandler = (req, _res, next) => {
-  const names = Object.keys(req.query).map((name) => name.toLowerCase());
-  if (!names.some((name) => KEY_PARAMETERS.has(name))) return next();
+  if (!hasKeyInQuery(req)) return next();
   next(
     new HttpError(
       'bad_request',

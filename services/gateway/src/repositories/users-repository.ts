@@ -153,27 +153,43 @@ export async function countActiveKeysForUpdate(db: Queryable, userId: string): P
   return rows[0]?.count ?? 0;
 }
 
-// Revoking twice keeps the first time. False when the user has no such key.
-export async function revokeUserApiKey(
+// not_found: no such key (of this user's); admin_key: an active admin key, left as it is.
+export type RevokeOutcome = 'revoked' | 'not_found' | 'admin_key';
+
+// An active admin key is left alone in the same statement, so no request can slip a revocation
+// between a check and the update. Revoking twice keeps the first time.
+async function revokeKeyUnlessAdmin(
+  db: Queryable,
+  keyFilter: string,
+  params: string[],
+): Promise<RevokeOutcome> {
+  const { rows } = await db.query<{ is_active_admin: boolean }>(
+    `WITH target AS (
+       SELECT id, scope = 'admin' AND revoked_at IS NULL AS is_active_admin
+       FROM gateway.api_keys WHERE ${keyFilter}
+     ), revoked AS (
+       UPDATE gateway.api_keys k SET revoked_at = coalesce(k.revoked_at, now())
+       FROM target WHERE k.id = target.id AND NOT target.is_active_admin
+     )
+     SELECT is_active_admin FROM target`,
+    params,
+  );
+  const row = rows[0];
+  if (!row) return 'not_found';
+  return row.is_active_admin ? 'admin_key' : 'revoked';
+}
+
+export function revokeUserApiKey(
   db: Queryable,
   userId: string,
   keyId: string,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE gateway.api_keys SET revoked_at = coalesce(revoked_at, now())
-     WHERE id = $1 AND user_id = $2`,
-    [keyId, userId],
-  );
-  return rowCount === 1;
+): Promise<RevokeOutcome> {
+  return revokeKeyUnlessAdmin(db, 'id = $1 AND user_id = $2', [keyId, userId]);
 }
 
 // Any user's key: for admin routes only.
-export async function revokeAnyApiKey(db: Queryable, keyId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    'UPDATE gateway.api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1',
-    [keyId],
-  );
-  return rowCount === 1;
+export function revokeAnyApiKey(db: Queryable, keyId: string): Promise<RevokeOutcome> {
+  return revokeKeyUnlessAdmin(db, 'id = $1', [keyId]);
 }
 
 export async function listUsersWithKeyCounts(db: Queryable): Promise<AdminUser[]> {

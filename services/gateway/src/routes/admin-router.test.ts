@@ -121,6 +121,23 @@ describe('DELETE /v1/admin/keys/{id}', () => {
     expect((await usersByName()).get('gina')).toMatchObject({ activeKeys: 0, revokedKeys: 1 });
   });
 
+  it('refuses to revoke the admin key, which is rotated in the environment', async () => {
+    const id = await keyIdOf(adminKey);
+
+    expect(await call('DELETE', `/admin/keys/${id}`, { key: adminKey })).toEqual({
+      status: 409,
+      body: {
+        error: {
+          code: 'conflict',
+          message: expect.stringMatching(
+            /^the admin key cannot be revoked through the API: rotate it by setting a new JARVIS_ADMIN_KEY/,
+          ),
+        },
+      },
+    });
+    expect((await call('GET', '/admin/users', { key: adminKey })).status).toBe(200);
+  });
+
   it('answers 404 to a key that does not exist and 400 to an id that is not one', async () => {
     expect(await call('DELETE', `/admin/keys/${randomUUID()}`, { key: adminKey })).toEqual({
       status: 404,

@@ -6,7 +6,7 @@ import { type NextFunction, type Request, type Response, Router } from 'express'
 import { authenticateRequests } from '../middleware/authenticate';
 import { allowCors } from '../middleware/cors';
 import { jsonBody } from '../middleware/json-body';
-import { limitRequests, type RateLimitDeps } from '../middleware/rate-limit';
+import { createRateLimits, type RateLimitDeps } from '../middleware/rate-limit';
 import { refuseKeyInUrl } from '../middleware/refuse-key-in-url';
 import { createOpenApiRouter } from '../openapi/openapi-router';
 import { createAdminRouter } from './admin-router';
@@ -44,13 +44,14 @@ export type ApiDeps = {
 // Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
 export function createApiRouter(deps: ApiDeps): Router {
   const router = Router();
+  const limits = createRateLimits(deps.rateLimit);
   // Before every route: preflights need no key, and a refused or limited request reads nothing.
   router.use(allowCors(deps.corsOrigins));
   router.use(refuseKeyInUrl);
   router.use(createOpenApiRouter());
   // Every route below needs a key, so it is checked before anything reads a body.
-  router.use(authenticateRequests(deps.pool));
-  router.use(limitRequests(deps.rateLimit));
+  router.use(authenticateRequests(deps.pool, limits.countUnauthenticated));
+  router.use(limits.limitPerUser);
   // Routes that take large bodies parse them themselves, before the general limit applies.
   router.use('/conversations', createConversationsRouter(deps));
   router.use('/memory/documents', createDocumentsRouter(deps));

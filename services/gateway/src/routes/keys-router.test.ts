@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CreateApiKeyResponse, ListApiKeysResponse } from '@jarvis/contracts';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, MAX_ACTIVE_KEYS_PER_USER } from '../services/api-keys';
+import { createUser, ensureAdminKey, MAX_ACTIVE_KEYS_PER_USER } from '../services/api-keys';
 import {
   badRequest,
   type RouterHarness,
@@ -41,6 +41,16 @@ async function listKeys(key: string) {
 const NOT_FOUND = {
   status: 404,
   body: { error: { code: 'not_found', message: 'API key not found' } },
+};
+const ADMIN_KEY_KEPT = {
+  status: 409,
+  body: {
+    error: {
+      code: 'conflict',
+      message:
+        'the admin key cannot be revoked through the API: rotate it by setting a new JARVIS_ADMIN_KEY in the environment and restarting the gateway, which revokes the old one',
+    },
+  },
 };
 const REVOKED = {
   status: 401,
@@ -195,6 +205,21 @@ describe('DELETE /v1/keys/{id}', () => {
     expect(await call('DELETE', `/${bobs.key.id}`, { key: alice.key })).toEqual(NOT_FOUND);
 
     expect((await call('GET', '/', { key: bobs.apiKey })).status).toBe(200);
+  });
+
+  it('refuses to revoke the configured admin key, so the gateway still starts with it', async () => {
+    const adminKey = `jv_configured-admin-key-${randomUUID()}`;
+    await ensureAdminKey(harness.db.pool, adminKey);
+    const own = (await listKeys(adminKey)).find((key) => key.scope === 'admin');
+    if (!own) throw new Error('the admin key is not listed');
+
+    expect(await call('DELETE', `/${own.id}`, { key: adminKey })).toEqual(ADMIN_KEY_KEPT);
+
+    expect((await call('GET', '/', { key: adminKey })).status).toBe(200);
+    // What the gateway does on its next start.
+    await expect(ensureAdminKey(harness.db.pool, adminKey)).resolves.toEqual({
+      generatedKey: undefined,
+    });
   });
 
   it('answers 404 to a key that does not exist and 400 to an id that is not one', async () => {

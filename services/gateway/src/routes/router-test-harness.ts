@@ -34,8 +34,11 @@ export type RouterHarness = {
 };
 
 type HarnessOptions = {
-  // Per key per minute (0: none); the production defaults unless a test sets its own.
-  rateLimit?: { perMinute: number; chatPerMinute: number };
+  // Per user, and per address without a valid key, per minute (0: none); the production
+  // defaults, and a roomy unauthenticated limit, unless a test sets its own.
+  rateLimit?: { perMinute: number; chatPerMinute: number; unauthenticatedPerMinute: number };
+  // Express's "trust proxy" (main.ts sets TRUST_PROXY); none unless a test sets it.
+  trustProxy?: false | number | string[];
   corsOrigins?: string[];
   eventStreamsPerUser?: number;
   // A NATS server of the test's own (startPrivateNats), to take down; the machine's otherwise.
@@ -81,6 +84,7 @@ export async function startRouterHarness(
     onStop: async () => {},
     exit: () => {},
   });
+  service.app.set('trust proxy', options.trustProxy ?? false);
   service.app.use(
     '/v1',
     createApiRouter({
@@ -95,7 +99,11 @@ export async function startRouterHarness(
         redis,
         namespace,
         logger,
-        ...(options.rateLimit ?? { perMinute: 600, chatPerMinute: 60 }),
+        ...(options.rateLimit ?? {
+          perMinute: 600,
+          chatPerMinute: 60,
+          unauthenticatedPerMinute: 600,
+        }),
       },
       corsOrigins: options.corsOrigins ?? [],
       eventStreamsPerUser: options.eventStreamsPerUser ?? 10,

@@ -20,6 +20,7 @@ import {
   listUserApiKeys,
   listUsersWithKeyCounts,
   type Principal,
+  type RevokeOutcome,
   revokeAnyApiKey,
   revokeOtherAdminKeys,
   revokeUserApiKey,
@@ -27,6 +28,9 @@ import {
 } from '../repositories/users-repository';
 
 const KEY_PREFIX = 'jv_';
+const KEY_RANDOM_BYTES = 24;
+// A key as generateApiKey writes it (base64url has 4 characters per 3 bytes), anywhere in a text.
+const API_KEY_PATTERN = new RegExp(`${KEY_PREFIX}[A-Za-z0-9_-]{${(KEY_RANDOM_BYTES * 4) / 3}}`);
 const VISIBLE_CHARS = 8;
 // Far more than one person's devices and scripts; keeps a leaked key from minting keys forever.
 export const MAX_ACTIVE_KEYS_PER_USER = 100;
@@ -36,7 +40,11 @@ export function hashApiKey(key: string): string {
 }
 
 function generateApiKey(): string {
-  return `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
+  return `${KEY_PREFIX}${randomBytes(KEY_RANDOM_BYTES).toString('base64url')}`;
+}
+
+export function containsApiKey(text: string): boolean {
+  return API_KEY_PATTERN.test(text);
 }
 
 function visiblePrefix(key: string): string {
@@ -97,9 +105,16 @@ export async function ensureAdminKey(
   });
 }
 
-// The key of an "Authorization: Bearer <key>" header, if it has one.
-export function bearerKey(authorization: string | undefined): string | undefined {
-  return authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+const BEARER_HINT = 'send "Authorization: Bearer <key>"';
+
+// The key of an "Authorization: Bearer <key>" header. A header of any other shape is named as
+// such: a client that sent something needs to know it was not understood, not that it is missing.
+function bearerKey(authorization: string | undefined): string {
+  if (!authorization?.trim())
+    throw new HttpError('unauthorized', `missing API key: ${BEARER_HINT}`);
+  const key = authorization.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+  if (!key) throw new HttpError('unauthorized', `malformed Authorization header: ${BEARER_HINT}`);
+  return key;
 }
 
 // Keys travel only in the Authorization header, never in URLs (they would end up in logs).
@@ -108,11 +123,7 @@ export async function authenticate(
   pool: Pool,
   authorization: string | undefined,
 ): Promise<Principal> {
-  const key = bearerKey(authorization);
-  if (!key) {
-    throw new HttpError('unauthorized', 'missing API key: send "Authorization: Bearer <key>"');
-  }
-  const found = await findPrincipalByKeyHash(pool, hashApiKey(key));
+  const found = await findPrincipalByKeyHash(pool, hashApiKey(bearerKey(authorization)));
   if (!found) throw new HttpError('unauthorized', 'invalid or revoked API key');
   // "Last used" is written at most once a minute per key, off the request's path: a busy key
   // would otherwise cost a row update per request.
@@ -160,15 +171,26 @@ export function listApiKeys(pool: Pool, principal: Principal): Promise<ApiKeyInf
   return listUserApiKeys(pool, principal.userId);
 }
 
-// Another user's key answers like a missing one: its id says nothing about who owns it.
-export async function revokeApiKey(pool: Pool, principal: Principal, keyId: string): Promise<void> {
-  if (!(await revokeUserApiKey(pool, principal.userId, keyId))) {
-    throw new HttpError('not_found', 'API key not found');
+// The admin key is the environment's (JARVIS_ADMIN_KEY, or the one printed on the first start):
+// revoked through the API, it would leave the install without one, and a gateway configured
+// with it would refuse to start.
+function settleRevocation(outcome: RevokeOutcome): void {
+  // Another user's key answers like a missing one: its id says nothing about who owns it.
+  if (outcome === 'not_found') throw new HttpError('not_found', 'API key not found');
+  if (outcome === 'admin_key') {
+    throw new HttpError(
+      'conflict',
+      'the admin key cannot be revoked through the API: rotate it by setting a new JARVIS_ADMIN_KEY in the environment and restarting the gateway, which revokes the old one',
+    );
   }
 }
 
+export async function revokeApiKey(pool: Pool, principal: Principal, keyId: string): Promise<void> {
+  settleRevocation(await revokeUserApiKey(pool, principal.userId, keyId));
+}
+
 export async function revokeAnyUsersApiKey(pool: Pool, keyId: string): Promise<void> {
-  if (!(await revokeAnyApiKey(pool, keyId))) throw new HttpError('not_found', 'API key not found');
+  settleRevocation(await revokeAnyApiKey(pool, keyId));
 }
 
 export function listUsers(pool: Pool): Promise<AdminUser[]> {

@@ -601,7 +601,8 @@ export const API_ROUTES: ApiRoute[] = [
     auth: 'user',
     params: ApiKeyIdParams,
     status: 204,
-    errors: ['not_found'],
+    // conflict: the key is the admin key, which is rotated through JARVIS_ADMIN_KEY.
+    errors: ['not_found', 'conflict'],
   },
   {
     method: 'get',
@@ -630,7 +631,8 @@ export const API_ROUTES: ApiRoute[] = [
     auth: 'admin',
     params: ApiKeyIdParams,
     status: 204,
-    errors: ['not_found'],
+    // conflict: the key is the admin key, which is rotated through JARVIS_ADMIN_KEY.
+    errors: ['not_found', 'conflict'],
   },
   {
     method: 'get',

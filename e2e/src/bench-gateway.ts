@@ -4,7 +4,6 @@ import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CreateApiKeyResponse } from '@jarvis/contracts';
 import {
   type ManagedProcess,
   machineCpuMs,
@@ -27,9 +26,10 @@ import { type StackFixture, startStackFixture } from './stack-fixture';
 //   second and latency at a few connection counts.
 // - The rate limiter under load: two more gateway processes, replicas of the stack's gateway
 //   (same database, NATS namespace and Redis) with RATE_LIMIT_PER_MINUTE=LIMIT, take a burst far
-//   over the limit from many connections with two keys of one user, each key's requests spread
-//   over both replicas. Each key must be admitted exactly LIMIT times (2xx against 429 over the
-//   whole burst), whichever replica answered, without either key eating into the other's budget.
+//   over the limit from many connections with the keys of two users (limits are per user), each
+//   key's requests spread over both replicas. Each key must be admitted exactly LIMIT times (2xx
+//   against 429 over the whole burst), whichever replica answered, without either user eating
+//   into the other's budget.
 //   The limiter's cost per request is the cheap route on a limited replica, under the limit,
 //   against the same on the unlimited gateway, in alternating rounds.
 // Every figure comes with each process's CPU per request and the CPU the rest of the machine used
@@ -50,8 +50,9 @@ const BURST_CONNECTIONS = 25;
 const LIMITER_COST_CONNECTIONS = 10;
 const LIMITER_COST_ROUNDS = 3;
 const LIMITER_COST_SECONDS = 3;
-// The limiter's cost is measured under the limit: requests go round these keys' budgets (20,000
-// a minute), more than the limited replica can answer in the run and its warm-up.
+// The limiter's cost is measured under the limit: requests go round the keys of this many users,
+// whose budgets (20,000 a minute) are more than the limited replica can answer in the run and its
+// warm-up.
 const ROTATION_KEYS = 20;
 // A share of a core the rest of the machine may take before the figures get a warning.
 const QUIET_CORES = 0.25;
@@ -291,20 +292,6 @@ async function startReplica(
   return { process: managed, url };
 }
 
-async function createKeys(gatewayUrl: string, apiKey: string, howMany: number): Promise<string[]> {
-  const keys: string[] = [];
-  for (let index = 0; index < howMany; index++) {
-    const response = await fetch(`${gatewayUrl}/v1/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `bench ${index}` }),
-    });
-    if (response.status !== 201) throw new Error(`create key: ${response.status}`);
-    keys.push(CreateApiKeyResponse.parse(await response.json()).apiKey);
-  }
-  return keys;
-}
-
 type KeyVerdict = {
   key: string;
   requests: number;
@@ -465,7 +452,7 @@ function renderMarkdown(report: Report): string {
     ),
     `CPU ms per request on the limited replica: ${cpuShares(report.limiterCost.on)}.`,
     '',
-    `Rate limiter: ${accuracy.limitPerMinute} requests per key per minute on ${accuracy.replicas} replicas; a burst of ${accuracy.connections} connections, ${accuracy.perSecond} req/s for ${accuracy.seconds} s:`,
+    `Rate limiter: ${accuracy.limitPerMinute} requests per user per minute on ${accuracy.replicas} replicas; a burst of ${accuracy.connections} connections, ${accuracy.perSecond} req/s for ${accuracy.seconds} s:`,
     '',
     '| key | requests | admitted (limit) | per replica | 429 | other |',
     '|---|---|---|---|---|---|',
@@ -499,9 +486,11 @@ const replicas: ManagedProcess[] = [];
 try {
   const gatewayUrl = fixture.stack.gatewayUrl;
   const { apiKey: keyA } = await fixture.createUser('bench');
-  const [keyB = ''] = await createKeys(gatewayUrl, keyA, 1);
-  const { apiKey: rotationKey } = await fixture.createUser('bench rotation');
-  const rotation = [rotationKey, ...(await createKeys(gatewayUrl, rotationKey, ROTATION_KEYS - 1))];
+  const { apiKey: keyB } = await fixture.createUser('bench other');
+  const rotation: string[] = [];
+  for (let user = 0; user < ROTATION_KEYS; user++) {
+    rotation.push((await fixture.createUser(`bench rotation ${user}`)).apiKey);
+  }
 
   const replicaEnv = {
     NATS_URL,
@@ -561,7 +550,7 @@ try {
 
   const accuracy = await burst(replicaUrls, { A: keyA, B: keyB });
   process.stdout.write(
-    `  rate limiter, ${LIMIT}/min per key, burst of ${accuracy.connections} connections over ` +
+    `  rate limiter, ${LIMIT}/min per user, burst of ${accuracy.connections} connections over ` +
       `${accuracy.replicas} replicas (${accuracy.perSecond} req/s, ${accuracy.seconds} s):\n`,
   );
   for (const verdict of accuracy.keys) {

@@ -257,6 +257,7 @@ describe('fuzzing every /v1 route', () => {
       // Limits would answer 429 before the input is ever read.
       RATE_LIMIT_PER_MINUTE: '0',
       CHAT_RATE_LIMIT_PER_MINUTE: '0',
+      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '0',
     });
     url = fixture.stack.gatewayUrl;
     owner = await seedOwner('alice');

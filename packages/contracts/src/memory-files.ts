@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, PG_INTEGER_MAX } from './common';
 import { defineRpc } from './define';
+import { describeGrepRegexProblem } from './grep-regex';
 
 // Memory files: a per-user virtual filesystem that holds the agent's episodic and procedural
 // memory (`episodes/2026-11-21/run-1.md`, `procedures/deploy.md`) and that users browse too.
@@ -14,6 +15,11 @@ export const FILE_TAG_MAX_CHARS = 64;
 export const FILE_METADATA_MAX_CHARS = 16_000;
 export const FILE_GREP_PATTERN_MAX_CHARS = 200;
 export const FILE_GREP_MAX_MATCHES = 200;
+// What one grep reads, in path order: the embedded Postgres runs every query through one queue
+// and ignores timeouts, so a grep's cost must be bounded before it starts. The byte bound holds
+// the largest file (FILE_CONTENT_MAX_CHARS of up to 4 bytes each), so every file can be read.
+export const FILE_GREP_MAX_FILES = 1_000;
+export const FILE_GREP_MAX_BYTES = 4_000_000;
 // A matching line is cut to this length so 200 matches always fit in one NATS message.
 export const FILE_GREP_LINE_MAX_CHARS = 500;
 export const FILE_SEARCH_MAX_LIMIT = 50;
@@ -135,10 +141,21 @@ const editFields = {
 const grepFields = {
   pattern: z.string().min(1).max(FILE_GREP_PATTERN_MAX_CHARS),
   prefix: FilePrefix.optional(),
-  // A Postgres (POSIX-style) regular expression without backreferences instead of a
-  // substring: Postgres runs it without backtracking blow-ups. Both ignore case.
+  // A Postgres (POSIX-style) regular expression instead of a substring, within the rules of
+  // grep-regex.ts. Both ignore case.
   isRegex: z.boolean().default(false),
 };
+
+// Refused here, at the edge of both the gateway and the memory service, so that no regex the
+// database cannot bound ever reaches it.
+function refuseUnsafeRegex(
+  grep: { pattern: string; isRegex: boolean },
+  context: z.core.$RefinementCtx,
+): void {
+  if (!grep.isRegex) return;
+  const problem = describeGrepRegexProblem(grep.pattern);
+  if (problem) context.addIssue({ code: 'custom', path: ['pattern'], message: problem });
+}
 const searchFields = {
   query: z.string().trim().min(1, 'must not be empty').max(FILE_SEARCH_QUERY_MAX_CHARS),
   limit: FileSearchLimit.default(10),
@@ -196,7 +213,9 @@ export const memoryFilesEdit = defineRpc(
 );
 
 // memory.files.grep: matching lines (numbered from 1) of the user's live files, by path.
-export const MemoryFilesGrepRequest = z.object({ userId: Id, ...grepFields });
+export const MemoryFilesGrepRequest = z
+  .object({ userId: Id, ...grepFields })
+  .superRefine(refuseUnsafeRegex);
 export type MemoryFilesGrepRequest = z.input<typeof MemoryFilesGrepRequest>;
 export const FileGrepMatch = z.object({
   path: z.string(),
@@ -206,7 +225,8 @@ export const FileGrepMatch = z.object({
 export type FileGrepMatch = z.infer<typeof FileGrepMatch>;
 export const MemoryFilesGrepResponse = z.object({
   matches: z.array(FileGrepMatch),
-  // More than FILE_GREP_MAX_MATCHES lines matched.
+  // More than FILE_GREP_MAX_MATCHES lines matched, or the files under the prefix hold more than
+  // one grep reads (FILE_GREP_MAX_FILES, FILE_GREP_MAX_BYTES): narrow the prefix.
   isTruncated: z.boolean(),
 });
 export type MemoryFilesGrepResponse = z.infer<typeof MemoryFilesGrepResponse>;
@@ -301,10 +321,12 @@ export const FilePathQuery = z.object(pathFields);
 // POST /restore
 export const FileRestoreBody = z.strictObject(restoreFields);
 // GET /grep?pattern=&prefix=&isRegex=
-export const FilesGrepQuery = z.object({
-  ...grepFields,
-  isRegex: z.stringbool().default(false),
-});
+export const FilesGrepQuery = z
+  .object({
+    ...grepFields,
+    isRegex: z.stringbool().default(false),
+  })
+  .superRefine(refuseUnsafeRegex);
 // GET /search?q=&limit=
 export const FilesSearchQuery = z.object({
   q: searchFields.query,

@@ -3,6 +3,8 @@ import type { Bus } from '@jarvis/bus';
 import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
   FILE_CONTENT_MAX_CHARS,
+  FILE_GREP_MAX_BYTES,
+  FILE_GREP_MAX_FILES,
   FILE_GREP_MAX_MATCHES,
   type MemoryFilesWriteRequest,
   memoryFilesDelete,
@@ -326,12 +328,12 @@ describe('memory.files.grep', () => {
     expect(isTruncated).toBe(true);
   });
 
-  it('runs a catastrophic-backtracking pattern in linear time', async () => {
+  it('runs an allowed pattern over a long line in linear time', async () => {
     const userId = randomUUID();
     await write(userId, 'long.txt', `${'a'.repeat(200_000)}!`);
 
     const started = Date.now();
-    const { matches } = await grep(userId, '(a+)+$', { isRegex: true });
+    const { matches } = await grep(userId, '(ab|a)*[a-z]{20}$', { isRegex: true });
 
     expect(matches).toEqual([]);
     expect(Date.now() - started).toBeLessThan(3_000);
@@ -340,6 +342,9 @@ describe('memory.files.grep', () => {
   it.each([
     ['an invalid regex', '(unclosed', true, /^pattern: invalid regular expression/],
     ['a backreference', '(a)\\1', true, /^pattern: backreferences are not supported$/],
+    ['a nested repetition', '(a+)+$', true, /^pattern: a repeated group must not contain/],
+    ['a large count', 'x{101}', true, /^pattern: a repetition may repeat at most 100 times/],
+    ['a regex Postgres alone refuses', '(?<name>a)', true, /^pattern: invalid regular expression/],
     ['a pattern over 200 characters', 'x'.repeat(201), false, /^pattern: /],
     ['an empty pattern', '', false, /^pattern: /],
   ])('answers bad_request to %s', async (_label, pattern, isRegex, message) => {
@@ -347,6 +352,79 @@ describe('memory.files.grep', () => {
 
     expect(error.code).toBe('bad_request');
     expect(error.message).toMatch(message);
+  });
+
+  // The embedded Postgres answered this regex with no rows instead of "too complex", then hung
+  // on the next statement that failed, and every service with it.
+  it('refuses a regex too complex for Postgres, and still answers the next bad one at once', async () => {
+    const userId = randomUUID();
+    await write(userId, 'a.md', 'aaa');
+
+    // Past the client's own check, so the memory service's edge is what answers.
+    const send = (pattern: string) =>
+      sendRaw(clientBus, 'memory.files.grep', { userId, pattern, isRegex: true });
+
+    const complex = await send('(a{1,255}){1,255}');
+    const started = Date.now();
+    const unbalanced = await send('(');
+    const refusedByPostgres = await send('(?i:a)');
+
+    expect(complex).toEqual({
+      ok: false,
+      error: {
+        code: 'bad_request',
+        message: 'pattern: a repetition may repeat at most 100 times, not {1,255}',
+      },
+    });
+    expect(unbalanced).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+    expect(refusedByPostgres).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/^pattern: invalid regular/) },
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await grep(userId, 'a{3}', { isRegex: true })).matches).toHaveLength(1);
+  });
+
+  // Files this large or this many are written in one statement: through the handler they would
+  // pass the bus's message size, or take most of a minute.
+  async function insertFiles(userId: string, count: number, prefix: string, content: string) {
+    await db.pool.query(
+      `INSERT INTO memory.files (id, user_id, path, content)
+       SELECT gen_random_uuid(), $1, $2 || lpad(n::text, 5, '0') || '.md', $3
+       FROM generate_series(1, $4::int) AS n`,
+      [userId, prefix, content, count],
+    );
+  }
+
+  it('reads files in path order up to its byte bound, and says the rest went unread', async () => {
+    const userId = randomUUID();
+    // Two bytes a character: two of these fit in the bound, not three.
+    await insertFiles(userId, 3, 'big/', `hit\n${'é'.repeat(FILE_GREP_MAX_BYTES / 4 - 10)}`);
+
+    const all = await grep(userId, 'HIT', { prefix: 'big/' });
+    const rest = await grep(userId, 'hit', { prefix: 'big/00003' });
+
+    expect(all.matches.map((match) => match.path)).toEqual(['big/00001.md', 'big/00002.md']);
+    expect(all.isTruncated).toBe(true);
+    expect(rest).toEqual({
+      matches: [{ path: 'big/00003.md', line: 1, text: 'hit' }],
+      isTruncated: false,
+    });
+  });
+
+  it('reads at most its number of files, and says the rest went unread', async () => {
+    const userId = randomUUID();
+    await insertFiles(userId, FILE_GREP_MAX_FILES, 'many/', 'filler');
+    await write(userId, 'many/zz.md', 'needle');
+
+    const cut = await grep(userId, 'needle', { prefix: 'many/' });
+    const narrowed = await grep(userId, 'needle', { prefix: 'many/z' });
+
+    expect(cut).toEqual({ matches: [], isTruncated: true });
+    expect(narrowed).toEqual({
+      matches: [{ path: 'many/zz.md', line: 1, text: 'needle' }],
+      isTruncated: false,
+    });
   });
 });
 

@@ -187,6 +187,13 @@ describe('input validation', () => {
       undefined,
       /^pattern: invalid regular expression/,
     ],
+    [
+      'GET grep with a regex too complex for Postgres',
+      'GET',
+      `/grep?isRegex=true&pattern=${encodeURIComponent('(a{1,255}){1,255}')}`,
+      undefined,
+      /^pattern: a repetition may repeat at most 100 times/,
+    ],
     ['GET search without q', 'GET', '/search', undefined, /^q: /],
     ['GET search with a text limit', 'GET', '/search?q=x&limit=many', undefined, /^limit: /],
     ['GET search with a limit over 50', 'GET', '/search?q=x&limit=51', undefined, /^limit: /],

@@ -240,22 +240,44 @@ export async function listArchivedVersions(
   }));
 }
 
+export type GrepCandidate = { id: string; bytesThrough: number };
+
+// The first `limit` live files under the prefix in path order, each with the bytes of it and
+// the files before it.
+export async function listGrepCandidates(
+  db: Queryable,
+  userId: string,
+  prefix: string,
+  limit: number,
+): Promise<GrepCandidate[]> {
+  const { rows } = await db.query<{ id: string; bytes_through: string }>(
+    `SELECT id, sum(octet_length(content)) OVER (ORDER BY path COLLATE "C") AS bytes_through
+     FROM memory.files
+     WHERE user_id = $1 AND deleted_at IS NULL AND starts_with(path, $2)
+     ORDER BY path COLLATE "C"
+     LIMIT $3`,
+    [userId, prefix, limit],
+  );
+  return rows.map((row) => ({ id: row.id, bytesThrough: Number(row.bytes_through) }));
+}
+
 export type GrepQuery = {
   userId: string;
+  fileIds: string[];
   pattern: string;
-  prefix: string;
   isRegex: boolean;
   limit: number;
   lineMaxChars: number;
 };
 
 // Lines split on \n (a trailing \r is dropped) and numbered from 1. A regex runs in Postgres,
-// whose engine does not backtrack exponentially; a substring skips files without it first.
+// whose engine does not backtrack without backreferences; a substring skips files without it
+// first.
 const GREP_REGEX_SQL = `
   SELECT f.path, l.number::int AS line, left(l.text, $5) AS text
   FROM memory.files f
   CROSS JOIN LATERAL regexp_split_to_table(f.content, E'\\r?\\n') WITH ORDINALITY AS l(text, number)
-  WHERE f.user_id = $1 AND f.deleted_at IS NULL AND starts_with(f.path, $2)
+  WHERE f.user_id = $1 AND f.id = ANY($2::uuid[]) AND f.deleted_at IS NULL
     AND l.text ~* $3
   ORDER BY f.path COLLATE "C", l.number
   LIMIT $4`;
@@ -263,7 +285,7 @@ const GREP_SUBSTRING_SQL = `
   SELECT f.path, l.number::int AS line, left(l.text, $5) AS text
   FROM memory.files f
   CROSS JOIN LATERAL regexp_split_to_table(f.content, E'\\r?\\n') WITH ORDINALITY AS l(text, number)
-  WHERE f.user_id = $1 AND f.deleted_at IS NULL AND starts_with(f.path, $2)
+  WHERE f.user_id = $1 AND f.id = ANY($2::uuid[]) AND f.deleted_at IS NULL
     AND strpos(lower(f.content), lower($3)) > 0
     AND strpos(lower(l.text), lower($3)) > 0
   ORDER BY f.path COLLATE "C", l.number
@@ -272,7 +294,7 @@ const GREP_SUBSTRING_SQL = `
 export async function grepLines(db: Queryable, query: GrepQuery): Promise<FileGrepMatch[]> {
   const { rows } = await db.query<FileGrepMatch>(
     query.isRegex ? GREP_REGEX_SQL : GREP_SUBSTRING_SQL,
-    [query.userId, query.prefix, query.pattern, query.limit, query.lineMaxChars],
+    [query.userId, query.fileIds, query.pattern, query.limit, query.lineMaxChars],
   );
   return rows;
 }

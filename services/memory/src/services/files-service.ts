@@ -2,6 +2,8 @@ import { BusError } from '@jarvis/bus';
 import {
   FILE_CONTENT_MAX_CHARS,
   FILE_GREP_LINE_MAX_CHARS,
+  FILE_GREP_MAX_BYTES,
+  FILE_GREP_MAX_FILES,
   FILE_GREP_MAX_MATCHES,
   FILE_HISTORY_MAX,
   FILE_LIST_MAX,
@@ -25,6 +27,7 @@ import {
   grepLines,
   insertFile,
   listArchivedVersions,
+  listGrepCandidates,
   listLiveFiles,
   lockLiveFile,
   markFileDeleted,
@@ -172,10 +175,6 @@ export async function editFile(
   });
 }
 
-// Backreferences are the one feature that makes Postgres' regex engine backtrack, which can
-// take exponential time. An escaped backslash before a digit is not one.
-const BACKREFERENCE = /(^|[^\\])(\\\\)*\\[1-9]/;
-
 function isInvalidRegexError(error: unknown): error is Error {
   return error instanceof Error && 'code' in error && error.code === '2201B';
 }
@@ -184,21 +183,30 @@ export async function grepFiles(
   pool: Pool,
   request: { userId: string; pattern: string; prefix?: string | undefined; isRegex: boolean },
 ): Promise<MemoryFilesGrepResponse> {
-  if (request.isRegex && BACKREFERENCE.test(request.pattern)) {
-    throw new BusError('bad_request', 'pattern: backreferences are not supported');
-  }
+  // Reading stops at the first file past either bound, so what is read is always the start of
+  // the path order, and a narrower prefix reads what was left.
+  const candidates = await listGrepCandidates(
+    pool,
+    request.userId,
+    request.prefix ?? '',
+    FILE_GREP_MAX_FILES + 1,
+  );
+  const firstUnread = candidates.findIndex(
+    (file, index) => index >= FILE_GREP_MAX_FILES || file.bytesThrough > FILE_GREP_MAX_BYTES,
+  );
+  const files = firstUnread === -1 ? candidates : candidates.slice(0, firstUnread);
   try {
     const matches = await grepLines(pool, {
       userId: request.userId,
+      fileIds: files.map((file) => file.id),
       pattern: request.pattern,
-      prefix: request.prefix ?? '',
       isRegex: request.isRegex,
       limit: FILE_GREP_MAX_MATCHES + 1,
       lineMaxChars: FILE_GREP_LINE_MAX_CHARS,
     });
     return {
       matches: matches.slice(0, FILE_GREP_MAX_MATCHES),
-      isTruncated: matches.length > FILE_GREP_MAX_MATCHES,
+      isTruncated: matches.length > FILE_GREP_MAX_MATCHES || files.length < candidates.length,
     };
   } catch (error) {
     if (isInvalidRegexError(error)) throw new BusError('bad_request', `pattern: ${error.message}`);

@@ -13,6 +13,10 @@ export const RECALL_SUMMARY_LIMIT = 10;
 // What memory hands the orchestrator for a turn, all within a token budget: the user's pinned
 // profile facts, the items most relevant to the new message (with their dates), the rolling
 // summaries of older parts of the conversation, and as many recent messages as fit, oldest first.
+// Recent messages read as a dialogue: a reply (a message whose metadata names the message it
+// answers as `replyTo`) follows that message. With messageId, the context ends at that message:
+// it comes last, and user messages stored after it (and replies to them) are left out, as
+// recent messages and as relevant items.
 export const MemoryRecallRequest = z.object({
   userId: Id,
   conversationId: Id,

@@ -206,6 +206,40 @@ describe('memory.recall', () => {
     expect(sumOf(estimated.recent.map((recent) => recent.content))).toBeGreaterThan(300);
   });
 
+  it("ends a turn's context at its own message, each reply after the question it answers", async () => {
+    const userId = randomUUID();
+    const ask = (content: string, conversationId?: string) =>
+      append(userId, content, conversationId);
+    const { message: q1 } = await ask('Which colour is the sky? PAR-1');
+    const conversationId = q1.conversationId;
+    // Three questions sent at once are all stored before the first is answered.
+    const { message: q2 } = await ask('Which colour is the sea? PAR-2', conversationId);
+    await ask('Which colour is the sea at night? PAR-3', conversationId);
+    await clientBus.request(memoryAppend, {
+      userId,
+      conversationId,
+      role: 'assistant',
+      content: 'Blue. ANSWER-1',
+      metadata: { replyTo: q1.id },
+    });
+    // Every question is searchable: the later one must not come back as a memory either.
+    await indexUserMessagesNow(db.pool, userId);
+
+    const recall = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId,
+      messageId: q2.id,
+    });
+
+    expect(recall.recent.map((message) => message.content)).toEqual([
+      'Which colour is the sky? PAR-1',
+      'Blue. ANSWER-1',
+      'Which colour is the sea? PAR-2',
+    ]);
+    const recalled = [...recall.relevant.map((item) => item.text)].join('\n');
+    expect(recalled).not.toContain('PAR-3');
+  });
+
   it("answers another user's conversation exactly like a missing one", async () => {
     const owner = randomUUID();
     const other = randomUUID();

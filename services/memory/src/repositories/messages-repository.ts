@@ -101,25 +101,37 @@ export async function appendQueuedMessage(
   return { type: 'duplicate', message: toMessage(duplicate) };
 }
 
+export type RecentMessage = StoredMessage & {
+  // The user message this one answers (a reply's metadata `replyTo`), if it names one.
+  replyTo: string | undefined;
+};
+
 // The latest `limit` messages of a conversation that no summary covers yet, oldest first: what a
-// summary covers reaches the prompt through the summary.
+// summary covers reaches the prompt through the summary. Given a turn's own message, the list
+// ends at it: user messages stored after it, and replies to them, wait for their own turns.
 export async function listRecentMessages(
   db: Pool,
   userId: string,
   conversationId: string,
   limit: number,
-): Promise<StoredMessage[]> {
-  const { rows } = await db.query<MessageRow>(
-    `SELECT ${COLUMNS} FROM (
-       SELECT ${COLUMNS}, seq FROM memory.messages
+  untilMessageId: string | undefined,
+): Promise<RecentMessage[]> {
+  const { rows } = await db.query<MessageRow & { reply_to: string | null }>(
+    `SELECT ${COLUMNS}, reply_to FROM (
+       SELECT ${COLUMNS}, seq, metadata->>'replyTo' AS reply_to FROM memory.messages m
        WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
          AND seq > coalesce(
            (SELECT max(to_seq) FROM memory.summaries WHERE conversation_id = $1), 0)
+         AND NOT EXISTS (
+           SELECT 1 FROM memory.messages later
+           WHERE later.conversation_id = $1 AND later.role = 'user'
+             AND later.seq > (SELECT seq FROM memory.messages WHERE id = $4 AND user_id = $2)
+             AND (later.id = m.id OR later.id::text = m.metadata->>'replyTo'))
        ORDER BY seq DESC LIMIT $3
      ) recent ORDER BY seq ASC`,
-    [conversationId, userId, limit],
+    [conversationId, userId, limit, untilMessageId ?? null],
   );
-  return rows.map(toMessage);
+  return rows.map((row) => ({ ...toMessage(row), replyTo: row.reply_to ?? undefined }));
 }
 
 export type ImportRow = {

@@ -11,7 +11,11 @@ import type { Pool } from '@jarvis/db';
 import { loadTokenCounter } from '@jarvis/tokens';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
-import { findMessageTexts, listRecentMessages } from '../repositories/messages-repository';
+import {
+  findMessageTexts,
+  listRecentMessages,
+  type RecentMessage,
+} from '../repositories/messages-repository';
 import { listProfileFacts } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
 import type { DenseIndex } from './dense-index';
@@ -39,15 +43,14 @@ export async function recallContext(
 ): Promise<MemoryRecallResponse> {
   // Side by side: the message is looked up by its user, so nothing of another's comes back.
   const { messageId } = request;
-  const [conversationId, query] = await Promise.all([
+  const [conversationId, own] = await Promise.all([
     findConversation(pool, request.userId, request.conversationId),
     messageId
-      ? findMessageTexts(pool, request.userId, [messageId]).then(
-          (texts) => texts.get(messageId)?.content,
-        )
-      : request.query,
+      ? findMessageTexts(pool, request.userId, [messageId]).then((texts) => texts.get(messageId))
+      : undefined,
   ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
+  const query = messageId ? own?.content : request.query;
   const budget = request.tokenBudget;
   const views = [
     { kinds: ['fact'], limit: FACT_SLOTS + RECALL_PROFILE_LIMIT },
@@ -69,22 +72,30 @@ export async function recallContext(
     loadTokenCounter(request.tokenizer),
     listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
     listSummaries(pool, request.userId, conversationId, RECALL_SUMMARY_LIMIT),
-    listRecentMessages(pool, request.userId, conversationId, request.recentLimit),
+    listRecentMessages(pool, request.userId, conversationId, request.recentLimit, messageId),
     search,
   ]);
+  const dialogue = toDialogue(recent, messageId);
 
   const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>
     counter.count(fact.content),
   );
   // What the prompt shows anyway (recent messages, profile facts) is not recalled twice.
   const shown = new Set([
-    ...recent.map((message) => message.id),
+    ...dialogue.map((message) => message.id),
     ...profile.items.map((fact) => fact.id),
   ]);
   const newFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
   const relevant = fitWithin(
     [...new Map([...newFacts, ...found.results].map((result) => [result.id, result])).values()]
       .filter((result) => !shown.has(result.id))
+      // Messages that came after the turn's own are not its past: they wait for their turns.
+      .filter(
+        (result) =>
+          // Strictly before, in whole milliseconds: a message of the same millisecond is in the
+          // recent messages anyway when it came first.
+          result.kind !== 'message' || !own || new Date(result.createdAt) < own.createdAt,
+      )
       .slice(0, RECALL_RELEVANT_LIMIT)
       .map(
         (result): RecalledItem => ({
@@ -103,7 +114,7 @@ export async function recallContext(
   const used = profile.tokens + relevant.tokens + keptSummaries.tokens;
   // Newest first until the budget is spent, then back in order; the newest message always fits.
   const keptRecent = fitWithin(
-    [...recent].reverse(),
+    [...dialogue].reverse(),
     Math.max(budget - used, 0),
     (message) => counter.count(message.content),
     1,
@@ -112,7 +123,7 @@ export async function recallContext(
     profile: profile.items,
     relevant: relevant.items,
     summaries: keptSummaries.items.reverse(),
-    recent: keptRecent.items.reverse(),
+    recent: keptRecent.items.reverse().map(({ replyTo: _replyTo, ...message }) => message),
     tokens: {
       profile: profile.tokens,
       relevant: relevant.tokens,
@@ -120,6 +131,28 @@ export async function recallContext(
       recent: keptRecent.tokens,
     },
   };
+}
+
+// The recent messages as the conversation went: each reply right after the message it answers
+// (turns of one conversation run one at a time, but messages sent at once are all stored before
+// the first is answered), and the turn's own message last, so the model answers it and nothing
+// else.
+export function toDialogue(
+  recent: RecentMessage[],
+  ownMessageId: string | undefined,
+): RecentMessage[] {
+  const ids = new Set(recent.map((message) => message.id));
+  const repliesTo = new Map<string, RecentMessage[]>();
+  for (const message of recent) {
+    if (!message.replyTo || !ids.has(message.replyTo)) continue;
+    repliesTo.set(message.replyTo, [...(repliesTo.get(message.replyTo) ?? []), message]);
+  }
+  const own = recent.find((message) => message.id === ownMessageId);
+  const ordered = recent.flatMap((message) => {
+    if (message === own || (message.replyTo && ids.has(message.replyTo))) return [];
+    return [message, ...(repliesTo.get(message.id) ?? [])];
+  });
+  return own ? [...ordered, own] : ordered;
 }
 
 // The longest prefix of items that fits, and its tokens; at least `minimum` items. Each item is

@@ -48,7 +48,7 @@ export async function startStackFixture(
       MODEL_ROUTE_EMBED: '',
       JARVIS_ADMIN_KEY: adminKey,
       // The pages tests serve to web_fetch are on loopback.
-      TOOLS_ALLOW_PRIVATE_NETWORK: 'true',
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       LOG_LEVEL: 'warn',
       ...extraEnv,
     },

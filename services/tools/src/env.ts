@@ -1,3 +1,4 @@
+import { OutboundAllowedHosts } from '@jarvis/net-guard';
 import { baseEnvShape, parseEnv } from '@jarvis/service-kit';
 import { z } from 'zod';
 
@@ -5,9 +6,9 @@ const Env = z.object({
   ...baseEnvShape,
   // Port of /healthz, /readyz and /metrics.
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8084),
-  // Lets web_fetch reach private, loopback and link-local addresses (tests, home labs): the model
-  // can then read anything this container can reach. Cloud metadata addresses stay refused.
-  TOOLS_ALLOW_PRIVATE_NETWORK: z.stringbool().default(false),
+  // Private destinations web_fetch may reach besides the public internet (comma-separated host
+  // names, host:port, IPs, CIDRs): the model can read anything they serve. Metadata never.
+  OUTBOUND_ALLOWED_HOSTS: OutboundAllowedHosts,
   // Longest one web_fetch takes, redirects included.
   WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   // Bytes of a page web_fetch reads (after decompression); the rest is cut off.

@@ -1,10 +1,10 @@
 import { Bus } from '@jarvis/bus';
+import { createOutboundGuard } from '@jarvis/net-guard';
 import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import { ToolRegistry } from './registry';
-import { isMetadataAddress, isPublicAddress } from './web/public-address';
 import { createWebFetchTool } from './web/web-fetch';
 
 const SERVICE = 'tools';
@@ -21,9 +21,7 @@ try {
   const registry = new ToolRegistry();
   registry.register(
     createWebFetchTool({
-      isAllowedAddress: env.TOOLS_ALLOW_PRIVATE_NETWORK
-        ? (address) => !isMetadataAddress(address)
-        : isPublicAddress,
+      guard: createOutboundGuard(env.OUTBOUND_ALLOWED_HOSTS),
       maxBytes: env.WEB_FETCH_MAX_BYTES,
       timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
     }),

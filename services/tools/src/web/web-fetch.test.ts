@@ -2,9 +2,9 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { BusError } from '@jarvis/bus';
+import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolRegistry, type ToolRunContext } from '../registry';
-import { isMetadataAddress, isPublicAddress } from './public-address';
 import { createWebFetchTool, type WebFetchOptions } from './web-fetch';
 
 const PAGE = `<!doctype html><html><head><title>The Lisbon trip</title>
@@ -75,9 +75,14 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-// As in a home lab (TOOLS_ALLOW_PRIVATE_NETWORK=true): the test server is on loopback.
+function guardAllowing(setting: string) {
+  return createOutboundGuard(OutboundAllowedHosts.parse(setting));
+}
+
+// As in a home lab that allows its own server (OUTBOUND_ALLOWED_HOSTS=127.0.0.1): the test
+// server is on loopback.
 const HOME_LAB: WebFetchOptions = {
-  isAllowedAddress: (address) => !isMetadataAddress(address),
+  guard: guardAllowing('127.0.0.1'),
   maxBytes: 10_000,
   timeoutMs: 2_000,
 };
@@ -215,21 +220,22 @@ describe('web_fetch', () => {
     });
   });
 
-  describe('on the public internet only (TOOLS_ALLOW_PRIVATE_NETWORK off)', () => {
-    const publicOnly = webFetch({ isAllowedAddress: isPublicAddress });
+  describe('on the public internet only (OUTBOUND_ALLOWED_HOSTS unset)', () => {
+    const publicOnly = webFetch({ guard: guardAllowing('') });
 
     it.each([
       ['a loopback address', '127.0.0.1'],
       ['a loopback address in another spelling', '2130706433'],
       ['the IPv6 loopback', '[::1]'],
       ['an IPv4-mapped loopback', '[::ffff:127.0.0.1]'],
+      ['an IPv4-translated loopback', '[::ffff:0:7f00:1]'],
       // Loopback only: were the check broken, this test must not send traffic anywhere else.
-      // public-address.test.ts covers the private and metadata ranges.
+      // @jarvis/net-guard's tests cover the private and metadata ranges.
     ])('refuses %s without connecting', async (_what, host) => {
       const error = await failure(publicOnly({ url: `http://${host}:1/` }));
 
       expect(error.code).toBe('forbidden');
-      expect(error.message).toMatch(/a private, local or metadata address/);
+      expect(error.message).toMatch(/a private or local address that OUTBOUND_ALLOWED_HOSTS/);
     });
 
     it('refuses a name that resolves to a private address', async () => {
@@ -240,7 +246,7 @@ describe('web_fetch', () => {
       expect(error).toEqual({
         code: 'forbidden',
         message: expect.stringMatching(
-          /^localhost is (127\.0\.0\.1|::1), a private, local or metadata address/,
+          /^localhost is (127\.0\.0\.1|::1), a private or local address that OUTBOUND_ALLOWED_HOSTS does not name; web_fetch reaches the public internet/,
         ),
       });
     });
@@ -248,14 +254,14 @@ describe('web_fetch', () => {
 
   it('checks every redirect again', async () => {
     // Only the test server's own address is allowed: the redirect leads elsewhere on loopback.
-    const fetch = webFetch({ isAllowedAddress: (address) => address === '127.0.0.1' });
+    const fetch = webFetch();
     awayTarget = 'http://127.0.0.2/page';
 
     const error = await failure(fetch({ url: `${base}/redirect/away` }));
 
     expect(error).toEqual({
       code: 'forbidden',
-      message: expect.stringMatching(/^127\.0\.0\.2 is 127\.0\.0\.2, a private/),
+      message: expect.stringMatching(/^127\.0\.0\.2 is a private or local address/),
     });
     awayTarget = 'ftp://example.com/file';
     expect(await failure(fetch({ url: `${base}/redirect/away` }))).toEqual({

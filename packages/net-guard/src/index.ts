@@ -1,0 +1,2 @@
+export { type AllowedHost, OutboundAllowedHosts } from './allowed-hosts';
+export * from './outbound-guard';

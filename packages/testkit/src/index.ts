@@ -2,5 +2,6 @@ export * from './bench-proc';
 export * from './fake-llm';
 export * from './infra';
 export * from './process';
+export * from './redis-server';
 export * from './sse-client';
 export * from './stack';

@@ -10,6 +10,12 @@ const Env = z.object({
   // A turn not acknowledged within this time is redelivered to another worker (its worker died).
   // Live workers extend it while they work, so it bounds crash recovery, not turn length.
   TURN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(30_000),
+  // How often the submissions a dying submit left unqueued are looked for, and how old one must
+  // be to count as left (longer than a submit takes): its turn is then queued by the sweep.
+  TURN_SUBMIT_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
+  TURN_SUBMIT_STALE_MS: z.coerce.number().int().min(100).default(15_000),
+  // Crash tests only: every submit exits the process at this step, as a crash there would.
+  FAULT_EXIT_AFTER: z.enum(['message_stored', 'run_recorded']).optional(),
   // Attempts at one turn (starts, crashed ones included; waiting for its conversation is none)
   // before it is given up as failed. Also the deliveries of a mission step.
   TURN_MAX_DELIVER: z.coerce.number().int().min(1).default(5),

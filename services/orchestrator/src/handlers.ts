@@ -1,14 +1,13 @@
-import { type Bus, startWorker, type WorkQueueOptions } from '@jarvis/bus';
+import { startWorker, type WorkQueueOptions } from '@jarvis/bus';
 import { turnCancel, turnRequested, turnSubmit } from '@jarvis/contracts';
-import type { Pool } from '@jarvis/db';
-import type { Redis } from 'ioredis';
 import { cancelTurn } from './services/cancel-turn';
 import { runTurn, type TurnDeps } from './services/run-turn';
-import { submitTurn } from './services/submit-turn';
+import { type SubmitDeps, submitTurn } from './services/submit-turn';
 
-export function registerHandlers(bus: Bus, pool: Pool, redis: Redis) {
+export function registerHandlers(submit: SubmitDeps) {
+  const { bus, pool, redis } = submit;
   return [
-    bus.serve(turnSubmit, (request) => submitTurn(bus, pool, request)),
+    bus.serve(turnSubmit, (request) => submitTurn(submit, request)),
     bus.serve(turnCancel, (request) => cancelTurn({ bus, pool, redis }, request)),
   ];
 }

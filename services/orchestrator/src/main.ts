@@ -13,6 +13,8 @@ import { registerMissionHandlers, resumeMissions } from './missions/missions-han
 import { registerRunHandlers } from './runs-handlers';
 import type { LoopSettings } from './services/agent-loop';
 import { watchTurnCancellations } from './services/cancel-turn';
+import { startSubmissionSweeper } from './services/submission-sweeper';
+import type { SubmitDeps } from './services/submit-turn';
 import { ensureUserEventStream } from './services/user-events';
 import { createMemoryTools } from './tools/memory-tools';
 import { createMissionTool } from './tools/mission-tool';
@@ -64,10 +66,24 @@ try {
   await ensureWorkQueue(bus, turnRequested, queue);
   await ensureWorkQueue(bus, missionWork, missionQueue);
   await ensureUserEventStream(bus);
-  registerHandlers(bus, pool, redis);
+  const submit: SubmitDeps = {
+    bus,
+    pool,
+    redis,
+    onStep: (step) => {
+      if (step !== env.FAULT_EXIT_AFTER) return;
+      logger.fatal({ step }, 'exiting mid-submit (FAULT_EXIT_AFTER)');
+      process.exit(1);
+    },
+  };
+  registerHandlers(submit);
   registerRunHandlers(bus, pool);
   registerApprovalHandlers(bus, pool);
   const sweeper = startApprovalSweeper(bus, pool, env.APPROVAL_SWEEP_MS);
+  const submissionSweeper = startSubmissionSweeper(
+    { ...submit, logger },
+    { intervalMs: env.TURN_SUBMIT_SWEEP_MS, staleMs: env.TURN_SUBMIT_STALE_MS },
+  );
 
   const memoryTools = createMemoryTools(bus, env.APPROVAL_TOOLS);
   const remoteTools = await startRemoteTools(bus, {
@@ -135,6 +151,7 @@ try {
     // Finish the turns in hand before closing what they use.
     onStop: async () => {
       sweeper.stop();
+      submissionSweeper.stop();
       await worker.stop();
       await missionWorker.stop();
       await bus.close();

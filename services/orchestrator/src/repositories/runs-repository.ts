@@ -63,6 +63,8 @@ export type NewRun = {
   userId: string;
   conversationId: string;
   userMessageId: string;
+  // When memory stored the user message: the conversation's turns run in this order.
+  userMessageAt: string;
   traceId: string | undefined;
   timeZone: string | undefined;
 };
@@ -71,8 +73,9 @@ export type NewRun = {
 export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
   const inserted = await db.query<RunRow>(
     `INSERT INTO orchestrator.runs
-       (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id, time_zone)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)
+       (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id, time_zone,
+        user_message_at)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)
      ON CONFLICT (turn_id) DO NOTHING
      RETURNING *`,
     [
@@ -83,6 +86,7 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
       run.userMessageId,
       run.traceId ?? null,
       run.timeZone ?? null,
+      run.userMessageAt,
     ],
   );
   const row = inserted.rows[0];
@@ -103,6 +107,34 @@ export async function findRunByTurn(
     [turnId, userId],
   );
   return rows[0] ? toRun(rows[0]) : undefined;
+}
+
+// A turn's run, and whether the turn must wait for an earlier one: a conversation's messages
+// are answered in the order they were stored, so a turn waits while a message stored before its
+// own is unanswered, or may be about to be stored (a submission of its user not queued yet,
+// recorded before that message).
+export async function findTurnToRun(
+  db: Pool,
+  userId: string,
+  turnId: string,
+): Promise<{ run: Run; isBehindEarlierTurn: boolean } | undefined> {
+  const { rows } = await db.query<RunRow & { is_behind: boolean }>(
+    `SELECT r.*, (
+       EXISTS (
+         SELECT 1 FROM orchestrator.runs earlier
+         WHERE earlier.conversation_id = r.conversation_id AND earlier.kind = 'turn'
+           AND earlier.status IN ('queued', 'running')
+           AND (earlier.user_message_at, earlier.turn_id) < (r.user_message_at, r.turn_id))
+       OR EXISTS (
+         SELECT 1 FROM orchestrator.turn_submissions submission
+         WHERE submission.user_id = r.user_id AND submission.queued_at IS NULL
+           AND submission.created_at < r.user_message_at AND submission.turn_id <> r.turn_id)
+     ) AS is_behind
+     FROM orchestrator.runs r WHERE r.turn_id = $1 AND r.user_id = $2 AND r.kind = 'turn'`,
+    [turnId, userId],
+  );
+  const row = rows[0];
+  return row ? { run: toRun(row), isBehindEarlierTurn: row.is_behind } : undefined;
 }
 
 // Counts an attempt and returns its number: a first delivery, a redelivery after a crash, or

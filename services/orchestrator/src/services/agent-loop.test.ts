@@ -27,6 +27,7 @@ async function newRun(): Promise<{ id: string; userId: string }> {
     userId,
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
+    userMessageAt: new Date().toISOString(),
     traceId: undefined,
     timeZone: undefined,
   });

@@ -50,6 +50,7 @@ async function newRun() {
     userId: randomUUID(),
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
+    userMessageAt: new Date().toISOString(),
     traceId: undefined,
     timeZone: undefined,
   });

@@ -22,6 +22,7 @@ import {
   type NewRun,
   type RunCompletion,
 } from '../repositories/runs-repository';
+import { recordSubmission } from '../repositories/submissions-repository';
 import { watchTurnCancellations } from './cancel-turn';
 import { runTurn, type TurnDeps } from './run-turn';
 
@@ -92,6 +93,7 @@ function newRun(): NewRun {
     userId: randomUUID(),
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
+    userMessageAt: new Date().toISOString(),
     traceId: undefined,
     timeZone: undefined,
   };
@@ -236,6 +238,61 @@ describe('runTurn', () => {
     expect(outcome).toEqual({ type: 'retry', delayMs: 250 });
     const run = await findRunByTurn(db.pool, turn.userId, turn.turnId);
     expect(run).toMatchObject({ status: 'queued', attempts: 0 });
+  });
+
+  it('waits while an earlier message of its conversation is unanswered, then runs', async () => {
+    const earlier = await insertRun(db.pool, newRun());
+    const later = await insertRun(db.pool, {
+      ...newRun(),
+      userId: earlier.userId,
+      conversationId: earlier.conversationId,
+      userMessageAt: new Date(Date.now() + 1_000).toISOString(),
+    });
+    const turn = {
+      turnId: later.turnId,
+      runId: later.id,
+      userId: later.userId,
+      conversationId: later.conversationId,
+      userMessageId: later.userMessageId,
+    };
+
+    const waiting = await runTurn(deps, turn, 1);
+    expect(waiting).toEqual({ type: 'retry', delayMs: 250 });
+    expect(await findRunByTurn(db.pool, turn.userId, turn.turnId)).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+    });
+    await markRunStarted(db.pool, earlier.id);
+    await markRunCompleted(db.pool, earlier.id, completion('the earlier answer'));
+
+    // No memory answers here: the turn starts, and waits for memory instead.
+    const started = await runTurn(deps, turn, 2);
+    expect(started).toEqual({ type: 'retry', delayMs: 2_000 });
+    expect(await findRunByTurn(db.pool, turn.userId, turn.turnId)).toMatchObject({
+      status: 'running',
+      attempts: 1,
+    });
+  });
+
+  it('waits while a submission of its user recorded before its message is not queued', async () => {
+    const turn = await queueRun();
+    await recordSubmission(db.pool, {
+      turnId: randomUUID(),
+      userId: turn.userId,
+      request: {},
+      idempotencyKey: undefined,
+      requestHash: 'earlier',
+    });
+    await db.pool.query(
+      "UPDATE orchestrator.turn_submissions SET created_at = now() - interval '1 minute' WHERE user_id = $1",
+      [turn.userId],
+    );
+
+    expect(await runTurn(deps, turn, 1)).toEqual({ type: 'retry', delayMs: 250 });
+    expect(await findRunByTurn(db.pool, turn.userId, turn.turnId)).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+    });
   });
 
   it("locks the run's own conversation when the turn's message names another", async () => {

@@ -7,9 +7,7 @@ import {
   memoryAppend,
   memoryRecall,
   type TurnEvent,
-  TurnEvent as TurnEventSchema,
   type TurnRequested,
-  turnEventSubject,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
@@ -24,7 +22,7 @@ import {
   type StoredApproval,
 } from '../repositories/approvals-repository';
 import {
-  findRunByTurn,
+  findTurnToRun,
   markRunCompleted,
   markRunFailed,
   markRunStarted,
@@ -47,6 +45,7 @@ import {
 import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import { describeContext, expectChatModel, planContextBudget } from './context-budget';
+import { announce, approvalRequest, toEvent } from './turn-outcome';
 import { publishUserEvent } from './user-events';
 
 export type TurnDeps = {
@@ -83,7 +82,7 @@ export async function runTurn(
   // is in its saved state), never reads it.
   const expected = expectChatModel(deps);
   expected.catch(() => {});
-  const { run, lock } = await findRunAndLock(deps, turn);
+  const { run, lock, isBehindEarlierTurn } = await findRunAndLock(deps, turn);
   // If Redis is gone the lease simply expires; the turn's outcome stands either way.
   const letGo = () => lock?.release().catch(() => {});
   if (!run) {
@@ -112,6 +111,12 @@ export async function runTurn(
     return { type: 'ack' };
   }
   if (!lock) return { type: 'retry', delayMs: LOCKED_RETRY_MS };
+  // Messages sent at once are answered in the order they were stored, each with the context up
+  // to its own: this one waits for the earlier ones (a resume goes on: its turn came before).
+  if (isBehindEarlierTurn && !turn.approvalId) {
+    await letGo();
+    return { type: 'retry', delayMs: LOCKED_RETRY_MS };
+  }
   // A reply, or the note that takes its place, is stored under this key: never two.
   const replyKey =
     approval && canResume ? `approval:${approval.id}:reply` : `turn:${run.turnId}:reply`;
@@ -190,11 +195,15 @@ export async function runTurn(
 async function findRunAndLock(
   deps: TurnDeps,
   turn: TurnRequested,
-): Promise<{ run: Run | undefined; lock: ConversationLock | undefined }> {
+): Promise<{
+  run: Run | undefined;
+  lock: ConversationLock | undefined;
+  isBehindEarlierTurn: boolean;
+}> {
   const lockFor = (conversationId: string) =>
     tryLockConversation(deps.redis, deps.bus.namespace, conversationId, deps.lockLeaseMs);
   const [found, locked] = await Promise.allSettled([
-    findRunByTurn(deps.pool, turn.userId, turn.turnId),
+    findTurnToRun(deps.pool, turn.userId, turn.turnId),
     lockFor(turn.conversationId),
   ]);
   if (found.status === 'rejected') {
@@ -203,14 +212,15 @@ async function findRunAndLock(
   }
   if (locked.status === 'rejected') throw locked.reason;
   const lock = locked.value;
-  const run = found.value;
-  if (!run || run.conversationId === turn.conversationId) return { run, lock };
+  const run = found.value?.run;
+  const isBehindEarlierTurn = found.value?.isBehindEarlierTurn ?? false;
+  if (!run || run.conversationId === turn.conversationId) return { run, lock, isBehindEarlierTurn };
   deps.logger.error(
     { turnId: turn.turnId },
     "turn message names another conversation than its run's",
   );
   await lock?.release();
-  return { run, lock: await lockFor(run.conversationId) };
+  return { run, lock: await lockFor(run.conversationId), isBehindEarlierTurn };
 }
 
 // The approval a resume names, and the one the run last paused on: needed only to resume, or to
@@ -334,6 +344,7 @@ async function finish(
     role: 'assistant',
     content: result.content,
     idempotencyKey: replyKey,
+    metadata: { replyTo: run.userMessageId },
   });
   await settleAll([append, loop.recorder.flush(), recordRunTotals(deps.pool, run.id, totals)]);
   const { message } = await append;
@@ -385,15 +396,6 @@ async function finish(
   return { event: done, queued };
 }
 
-function approvalRequest(approval: StoredApproval) {
-  return {
-    id: approval.id,
-    toolName: approval.toolName,
-    arguments: approval.arguments,
-    expiresAt: approval.expiresAt,
-  };
-}
-
 // Fact extraction is a by-product of the turn: if it cannot be queued (the memory service has
 // not created its stream yet, NATS hiccups), the user still gets the reply.
 async function requestExtraction(
@@ -430,31 +432,6 @@ async function settleAll(writes: Promise<unknown>[]): Promise<void> {
   if (failed) throw failed.reason;
 }
 
-function announce(bus: Bus, event: TurnEvent): void {
-  bus.publish(turnEventSubject(event.turnId), TurnEventSchema, event);
-}
-
-function toEvent(run: Run, latest: StoredApproval | undefined): TurnEvent {
-  if (run.status !== 'failed' && run.replyMessageId && run.replyContent !== null) {
-    return {
-      type: 'done',
-      turnId: run.turnId,
-      runId: run.id,
-      conversationId: run.conversationId,
-      reply: { id: run.replyMessageId, role: 'assistant', content: run.replyContent },
-      usage: run.usage,
-      ...(run.status === 'waiting_approval' && latest ? { approval: approvalRequest(latest) } : {}),
-    };
-  }
-  return {
-    type: 'failed',
-    turnId: run.turnId,
-    runId: run.id,
-    conversationId: run.conversationId,
-    error: run.error ?? { code: 'internal', message: 'the turn failed' },
-  };
-}
-
 // The conversation says why there is no answer, in the reply's place (same idempotency key,
 // so a turn never has both). Best effort: memory itself may be what failed.
 async function storeFailureNote(
@@ -470,7 +447,7 @@ async function storeFailureNote(
       role: 'assistant',
       content: failureNote(info),
       idempotencyKey: replyKey,
-      metadata: { error: info.code },
+      metadata: { error: info.code, replyTo: run.userMessageId },
     });
   } catch (error) {
     deps.logger.warn({ err: error, turnId: run.turnId }, 'could not store the failure note');

@@ -13,6 +13,10 @@ export const ChatRequest = z.strictObject({
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
+// POST /v1/chat's headers. The same Idempotency-Key with the same body is the same turn: it is
+// answered again (waited for while it runs); with another body it is refused with 422.
+export const ChatHeaders = z.object({ 'Idempotency-Key': z.string().min(1).max(200).optional() });
+
 export const ChatResponse = z.object({
   // Cancel it with POST /v1/turns/{turnId}/cancel (a streamed turn names it in every event).
   turnId: Id,

@@ -5,6 +5,7 @@ import {
   ApprovalIdParams,
   ApprovalsListQuery,
   ApprovalsListResponse,
+  ChatHeaders,
   ChatRequest,
   ChatResponse,
   ChatStreamEvent,
@@ -130,13 +131,16 @@ export const API_ROUTES: ApiRoute[] = [
       'that pauses on a risky tool call answers `approval`: decide with POST /v1/approvals/{id}. ' +
       'With `Accept: text/event-stream` the turn streams as server-sent events, each named by ' +
       'the `type` of its data: `accepted`, then `delta`, `tool_started` and `tool_finished` as ' +
-      'they happen, and `done` or `failed` last. Closing the stream does not stop the turn.',
+      'they happen, and `done` or `failed` last. Closing the stream does not stop the turn. ' +
+      'With an Idempotency-Key, the same key and body again answers the same turn (waiting for ' +
+      'it, or streaming it, while it runs): a safe retry after a 503 or 504.',
     tag: 'chat',
     auth: 'user',
+    headers: ChatHeaders,
     body: json(ChatRequest),
     status: 200,
     response: { ...json(ChatResponse), 'text/event-stream': ChatStreamEvent },
-    errors: ['not_found', 'budget_exceeded', 'timeout', 'cancelled'],
+    errors: ['not_found', 'budget_exceeded', 'timeout', 'cancelled', 'idempotency_key_reused'],
   },
   {
     method: 'post',

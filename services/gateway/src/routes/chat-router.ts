@@ -1,5 +1,5 @@
 import type { Bus } from '@jarvis/bus';
-import { ChatRequest } from '@jarvis/contracts';
+import { ChatHeaders, ChatRequest } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { type Request, Router } from 'express';
 import { principalOf } from '../middleware/authenticate';
@@ -27,14 +27,14 @@ export function createChatRouter(deps: ChatRouterDeps): Router {
   router.post('/', async (req, res) => {
     const principal = principalOf(req);
     const body = parseBody(ChatRequest, req.body);
+    const headers = parseBody(ChatHeaders, { 'Idempotency-Key': req.get('idempotency-key') });
+    const turn = { userId: principal.userId, idempotencyKey: headers['Idempotency-Key'] };
     const options = { submitTimeoutMs: deps.submitTimeoutMs, turnTimeoutMs: deps.turnTimeoutMs };
     if (wantsEventStream(req)) {
-      await streamChatTurn(deps.bus, principal.userId, body, options, () =>
-        openSse(res, deps.stopping),
-      );
+      await streamChatTurn(deps.bus, turn, body, options, () => openSse(res, deps.stopping));
       return;
     }
-    res.json(await runChatTurn(deps.bus, principal.userId, body, options));
+    res.json(await runChatTurn(deps.bus, turn, body, options));
   });
   return router;
 }

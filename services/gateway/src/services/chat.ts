@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import {
   type ChatAccepted,
@@ -17,12 +17,31 @@ type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
 
 export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 
+// Whose turn it is, and the client's Idempotency-Key for it, if any.
+export type ChatTurn = { userId: string; idempotencyKey: string | undefined };
+
+// The turn id: new for each request, or, with an Idempotency-Key, the same for every request
+// with that key, so a retry listens to the turn it repeats before it asks for it again. A
+// name-based UUID (RFC 9562, version 5: SHA-1) of the user and the key, so users never share one;
+// the uuid package would do the same in more code than this.
+export function turnIdOf(turn: ChatTurn): string {
+  if (turn.idempotencyKey === undefined) return randomUUID();
+  const bytes = createHash('sha1')
+    .update(`chat-turn\n${turn.userId}\n${turn.idempotencyKey}`)
+    .digest()
+    .subarray(0, 16);
+  bytes.writeUInt8((bytes.readUInt8(6) & 0x0f) | 0x50, 6);
+  bytes.writeUInt8((bytes.readUInt8(8) & 0x3f) | 0x80, 8);
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 const TIMEOUT_MESSAGE = 'no reply in time; the turn goes on and its reply will be kept';
 
 // `stream`: the client follows the answer as it is written, so the model streams it.
 function submit(
   bus: Bus,
-  userId: string,
+  turn: ChatTurn,
   request: ChatRequest,
   turnId: string,
   options: ChatOptions,
@@ -31,10 +50,11 @@ function submit(
   return bus.request(
     turnSubmit,
     {
-      userId,
+      userId: turn.userId,
       conversationId: request.conversationId,
       message: request.message,
       turnId,
+      idempotencyKey: turn.idempotencyKey,
       timeZone: request.timeZone,
       stream,
     },
@@ -45,13 +65,13 @@ function submit(
 // Submits the turn and waits for its outcome event.
 export async function runChatTurn(
   bus: Bus,
-  userId: string,
+  turn: ChatTurn,
   request: ChatRequest,
   options: ChatOptions,
 ): Promise<ChatResponse> {
-  const turnId = randomUUID();
+  const turnId = turnIdOf(turn);
   const event = await awaitTurnOutcome(bus, turnId, options.turnTimeoutMs, async () => {
-    await submit(bus, userId, request, turnId, options, false);
+    await submit(bus, turn, request, turnId, options, false);
   });
   return toChatResponse(event);
 }
@@ -64,12 +84,12 @@ export async function runChatTurn(
 // `failed` of code `timeout`, like the 504 of a JSON answer.
 export async function streamChatTurn(
   bus: Bus,
-  userId: string,
+  turn: ChatTurn,
   request: ChatRequest,
   options: ChatOptions,
   open: () => SseStream,
 ): Promise<void> {
-  const turnId = randomUUID();
+  const turnId = turnIdOf(turn);
   const early: TurnEvent[] = [];
   let stream: SseStream | undefined;
   let settle: (ending: 'done' | 'silent') => void = () => {};
@@ -91,7 +111,7 @@ export async function streamChatTurn(
     else early.push(event);
   });
   try {
-    const accepted = await submit(bus, userId, request, turnId, options, true);
+    const accepted = await submit(bus, turn, request, turnId, options, true);
     const opened = open();
     stream = opened;
     const acceptedEvent: ChatAccepted = { type: 'accepted', ...accepted };

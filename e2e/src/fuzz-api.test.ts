@@ -17,7 +17,13 @@ import { SERVICE_NAMES } from '@jarvis/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTurnRequest, sentMessages } from './fake-requests';
-import { describeRequest, type FuzzContext, type FuzzRequest, requestFor } from './fuzz-requests';
+import {
+  describeRequest,
+  type FuzzContext,
+  type FuzzRequest,
+  filledRequestFor,
+  requestFor,
+} from './fuzz-requests';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // Fixed, so a failure comes back the same; FUZZ_SEED tries another.
@@ -29,6 +35,9 @@ const RUNS_BY_ROUTE: Record<string, number> = {
   'POST /v1/missions': 10,
 };
 const CROSS_USER_RUNS_PER_ROUTE = 6;
+// Bodies with one field nested deep (past the gateway's 64 levels, and as deep as once made
+// JSON.stringify overflow), long or wide, per route that takes a body.
+const FILLED_RUNS_PER_ROUTE = 25;
 const BODY_LIMIT_BYTES = 64 * 1_024;
 const REQUEST_TIMEOUT_MS = 30_000;
 const MAX_HEAD_BYTES = 12 * 1_024;
@@ -294,6 +303,20 @@ describe('fuzzing every /v1 route', () => {
         await check(request, isAdmin);
       }),
       { seed: SEED, numRuns: RUNS_BY_ROUTE[name] ?? RUNS_PER_ROUTE },
+    );
+    await expectStackUp();
+  });
+
+  it.each(
+    API_ROUTES.filter((route) => route.body !== undefined).map(
+      (route) => [nameOf(route), route] as const,
+    ),
+  )('survives deep, long and wide values inside a body sent to %s', async (name, route) => {
+    await fc.assert(
+      fc.asyncProperty(filledRequestFor(route, contextFor({})), async (request) => {
+        await check(request, route.auth === 'admin');
+      }),
+      { seed: SEED, numRuns: Math.min(FILLED_RUNS_PER_ROUTE, RUNS_BY_ROUTE[name] ?? Infinity) },
     );
     await expectStackUp();
   });

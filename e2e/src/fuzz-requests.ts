@@ -470,9 +470,81 @@ function pathFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<string> {
 
 type Body = { body?: string | Uint8Array; contentType?: string; encoding?: string; kind: string };
 
+// What replaces one field of a shaped body: nested deep (at, below and far past the gateway's
+// 64 levels), long, or wide.
+type Filling = { kind: 'deep object' | 'deep array' | 'long string' | 'wide array'; size: number };
+
+function fillingText({ kind, size }: Filling): string {
+  if (kind === 'deep object') return `${'{"a":'.repeat(size)}1${'}'.repeat(size)}`;
+  if (kind === 'deep array') return `${'['.repeat(size)}${']'.repeat(size)}`;
+  if (kind === 'long string') return `"${'a'.repeat(size)}"`;
+  return `[${Array.from({ length: size }, () => '0').join(',')}]`;
+}
+
+function fillingFor(context: FuzzContext): fc.Arbitrary<Filling> {
+  const depth = fc.oneof(
+    fc.constantFrom(62, 63, 64, 65, 4_500),
+    fc.integer({ min: 1, max: 10_000 }),
+  );
+  const length = fc.integer({ min: 1, max: context.bodyLimitBytes * 2 });
+  return fc.oneof(
+    depth.map((size): Filling => ({ kind: 'deep object', size })),
+    depth.map((size): Filling => ({ kind: 'deep array', size })),
+    length.map((size): Filling => ({ kind: 'long string', size })),
+    length.map((size): Filling => ({ kind: 'wide array', size: Math.ceil(size / 2) })),
+  );
+}
+
+// A string no generated value holds, where the filling goes once the body is text: the filling
+// itself is built as text, since JSON.stringify overflows the stack on the deepest.
+const FILLING_MARK = '\u2063filling\u2063';
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// The shaped body with one field of one of its objects (a message's metadata, say) set to the
+// filling: the rest of the body is right, so the filling reaches wherever the field is used.
+function withFilling(value: unknown, choice: number, filling: Filling): string {
+  const copy: unknown = structuredClone(value);
+  const objects: Record<string, unknown>[] = [];
+  const pending = [copy];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next !== 'object' || next === null) continue;
+    if (isRecord(next)) objects.push(next);
+    pending.push(...Object.values(next));
+  }
+  const target = objects[choice % Math.max(objects.length, 1)];
+  if (!target) return fillingText(filling);
+  // Half the time metadata, which most routes take as any JSON and pass along.
+  const keys = Object.keys(target);
+  const at = Math.floor(choice / objects.length);
+  target[at % 2 === 0 ? 'metadata' : (keys[(at >> 1) % Math.max(keys.length, 1)] ?? 'metadata')] =
+    FILLING_MARK;
+  return JSON.stringify(copy).replace(JSON.stringify(FILLING_MARK), () => fillingText(filling));
+}
+
 // Routes whose body is JSON Lines take one JSON value per line.
 function isLines(mediaType: string): boolean {
   return mediaType === 'application/x-ndjson';
+}
+
+// The route's shaped body with one field filled deep, long or wide.
+function filledBodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
+  const [mediaType, zodSchema] = Object.entries(route.body ?? {})[0] ?? [];
+  const schema = zodSchema ? convertSchema(zodSchema) : {};
+  // Valid shapes, so that the filling is what the route meets.
+  const shapeContext = { ...context, isStrict: true };
+  const value = zodSchema
+    ? valueFor(schema, { root: schema, context: shapeContext, depth: 0 })
+    : fc.jsonValue({ maxDepth: 2 });
+  return fc.tuple(value, fc.nat(), fillingFor(context)).map(
+    ([shape, choice, filling]): Body => ({
+      body: withFilling(shape, choice, filling),
+      contentType: mediaType ?? 'application/json',
+      kind: `shaped body with a ${filling.kind} of ${filling.size}`,
+    }),
+  );
 }
 
 function bodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
@@ -503,6 +575,7 @@ function bodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
         .map((body): Body => ({ body: JSON.stringify(body), contentType: type, kind: 'any JSON' })),
     },
     { weight: 2, arbitrary: fc.constant<Body>({ kind: 'no body' }) },
+    { weight: 2, arbitrary: filledBodyFor(route, context) },
     {
       weight: 1,
       arbitrary: fc
@@ -601,6 +674,23 @@ function headersFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Record<
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+// Well-formed requests (the route's own method, key and headers) whose body has one field, at
+// any depth of it, filled deep, long or wide: the depth and size fuzz of a route with a body.
+export function filledRequestFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
+  return fc
+    .tuple(requestFor(route, { ...context, isStrict: true }), filledBodyFor(route, context))
+    .map(([shaped, body]): FuzzRequest => {
+      const request = {
+        method: shaped.method,
+        path: shaped.path,
+        headers: { ...shaped.headers, 'content-type': body.contentType ?? 'application/json' },
+        body: body.body,
+        variant: body.kind,
+      };
+      return { ...request, [fc.toStringMethod]: () => describeRequest(request) };
+    });
+}
 
 export function requestFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
   const method = route.method.toUpperCase();

@@ -22,8 +22,10 @@ export const MODEL_USAGE_STREAM = 'model_usage';
 const Timestamp = z.iso.datetime({ offset: true });
 const TokenCount = z.number().int().nonnegative();
 const CostUsd = z.number().nonnegative();
-// A UTC calendar day, YYYY-MM-DD.
-export const UsageDay = z.iso.date();
+// A UTC calendar day, YYYY-MM-DD, of the years Postgres takes as text (not 0000).
+export const UsageDay = z.iso
+  .date()
+  .refine((day) => !day.startsWith('0000'), 'year must be 0001-9999');
 
 // One model call, published once it has answered. `id` is the call's requestId: the rollup
 // counts each id once, however often the event is delivered.

@@ -197,7 +197,10 @@ export const API_ROUTES: ApiRoute[] = [
     method: 'post',
     path: '/v1/conversations/{id}/messages/import',
     summary: 'Store past messages in a conversation, without running a turn',
-    description: 'The same Idempotency-Key again stores nothing twice.',
+    description:
+      'The same request again with its Idempotency-Key stores nothing twice and answers as the ' +
+      'first did; the key with another body answers 422 and stores nothing. A bad message ' +
+      'answers 400 naming it, and nothing is stored.',
     tag: 'conversations',
     auth: 'user',
     params: ConversationIdParams,
@@ -205,7 +208,7 @@ export const API_ROUTES: ApiRoute[] = [
     body: json(ImportMessagesBody),
     status: 200,
     response: json(ImportMessagesResponse),
-    errors: ['timeout'],
+    errors: ['idempotency_key_reused', 'timeout'],
   },
   {
     method: 'post',

@@ -113,6 +113,11 @@ describe('GET /v1/usage', () => {
       'from: the range may cover at most 366 days',
     ],
     ['a repeated parameter', '?from=2025-03-01&from=2025-03-02', /^from: /],
+    [
+      'year 0000, which Postgres refuses',
+      '?from=0000-01-01&to=0000-01-31',
+      /^from: year must be 0001-9999/,
+    ],
     // The user is always the key's: naming another one is refused, not ignored.
     ['a userId', `?userId=${randomUUID()}`, /^\(root\): /],
   ])('answers 400 to %s', async (_label, query, message) => {

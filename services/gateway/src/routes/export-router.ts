@@ -1,10 +1,11 @@
 import type { Bus } from '@jarvis/bus';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
-import express, { type Response, Router } from 'express';
+import { type Response, Router } from 'express';
 import { principalOf } from '../middleware/authenticate';
 import { exportMemoryLines } from '../services/memory-export';
 import { importMemory } from '../services/memory-import';
+import { requestLines } from '../services/request-lines';
 
 export type ExportRouterDeps = { bus: Bus; pool: Pool };
 
@@ -37,7 +38,7 @@ function streamTo(res: Response) {
 }
 
 // GET /v1/memory/export and POST /v1/memory/import. Mounted before the general JSON parser: an
-// import body is parsed here, as text, with its own limit.
+// import body is read here, as lines, with its own limit.
 export function createExportRouter(deps: ExportRouterDeps): Router {
   const router = Router();
 
@@ -64,20 +65,25 @@ export function createExportRouter(deps: ExportRouterDeps): Router {
     }
   });
 
-  router.post(
-    '/import',
-    express.text({ type: NDJSON_TYPES, limit: IMPORT_FILE_LIMIT_BYTES }),
-    async (req, res) => {
-      const principal = principalOf(req);
-      if (typeof req.body !== 'string') {
-        throw new HttpError(
-          'bad_request',
-          'expected an export file with Content-Type: application/x-ndjson',
-        );
-      }
-      res.json(await importMemory(deps.bus, principal.userId, req.body));
-    },
-  );
+  // Read line by line as it arrives: a large file is never held whole, and a bad line answers
+  // before the rest is sent.
+  router.post('/import', async (req, res) => {
+    const principal = principalOf(req);
+    if (!req.is(NDJSON_TYPES)) {
+      throw new HttpError(
+        'bad_request',
+        'expected an export file with Content-Type: application/x-ndjson',
+      );
+    }
+    const lines = requestLines(req, IMPORT_FILE_LIMIT_BYTES);
+    try {
+      res.json(await importMemory(deps.bus, principal.userId, lines));
+    } catch (error) {
+      // Refused before the whole file arrived: the rest of it is not worth receiving.
+      if (!req.complete) res.setHeader('Connection', 'close');
+      throw error;
+    }
+  });
 
   return router;
 }

@@ -30,18 +30,23 @@ function lineError(line: number, problem: string): HttpError {
   return new HttpError('bad_request', `line ${line}: ${problem}`);
 }
 
-// Reads an export file (JSON Lines): the header, then one record per line; blank lines are
-// skipped. Every line is checked, and every reference must name a record of the file, before
-// anything is imported: a bad line answers 400 with its number. Answers the records in import
-// order: by type, each after the types it refers to, and a fact version after its successor
-// (whose id it names).
-export function parseExportFile(text: string, maxRecordBytes: number): ExportRecord[] {
-  const records: Numbered<ExportRecord>[] = [];
-  let hasHeader = false;
-  for (const [index, raw] of text.split('\n').entries()) {
-    const line = index + 1;
+// Checks an export file (JSON Lines) line by line, as it arrives: the header, then one record per
+// line; blank lines are skipped. Every line is checked, and every reference must name a record of
+// the file, before anything is imported: a bad line answers 400 with its number. finish answers
+// the records in import order: by type, each after the types it refers to, and a fact version
+// after its successor (whose id it names).
+class ExportFileChecker {
+  private readonly records: Numbered<ExportRecord>[] = [];
+  private hasHeader = false;
+  private line = 0;
+
+  constructor(private readonly maxRecordBytes: number) {}
+
+  add(raw: string): void {
+    this.line += 1;
+    const line = this.line;
     const json = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (json.trim() === '') continue;
+    if (json.trim() === '') return;
     let value: unknown;
     try {
       value = JSON.parse(json);
@@ -49,7 +54,7 @@ export function parseExportFile(text: string, maxRecordBytes: number): ExportRec
       throw lineError(line, 'not valid JSON');
     }
     if (isNestedTooDeep(value)) throw lineError(line, JSON_TOO_DEEP);
-    if (!hasHeader) {
+    if (!this.hasHeader) {
       const header = ExportHeader.safeParse(value);
       if (!header.success) {
         throw lineError(
@@ -57,20 +62,39 @@ export function parseExportFile(text: string, maxRecordBytes: number): ExportRec
           `expected the export header {"type":"header","format":"jarvis-memory","version":1,...} (${describeZodError(header.error)})`,
         );
       }
-      hasHeader = true;
-      continue;
+      this.hasHeader = true;
+      return;
     }
     const size = Buffer.byteLength(json);
-    if (size > maxRecordBytes) {
-      throw lineError(line, `record too large (${size} bytes; at most ${maxRecordBytes})`);
+    if (size > this.maxRecordBytes) {
+      throw lineError(line, `record too large (${size} bytes; at most ${this.maxRecordBytes})`);
     }
     if (ESCAPED_NUL.test(json)) throw lineError(line, 'must not contain NUL characters');
     const parsed = ExportRecord.safeParse(value);
     if (!parsed.success) throw lineError(line, describeZodError(parsed.error));
-    records.push({ record: parsed.data, line });
+    this.records.push({ record: parsed.data, line });
   }
-  if (!hasHeader) throw lineError(1, 'expected the export header; the file is empty');
-  return orderForImport(records);
+
+  finish(): ExportRecord[] {
+    if (!this.hasHeader) throw lineError(1, 'expected the export header; the file is empty');
+    return orderForImport(this.records);
+  }
+}
+
+export function parseExportFile(text: string, maxRecordBytes: number): ExportRecord[] {
+  const checker = new ExportFileChecker(maxRecordBytes);
+  for (const line of text.split('\n')) checker.add(line);
+  return checker.finish();
+}
+
+// The same from lines as they arrive: only the records are kept, never the file.
+async function readExportFile(
+  lines: AsyncIterable<string>,
+  maxRecordBytes: number,
+): Promise<ExportRecord[]> {
+  const checker = new ExportFileChecker(maxRecordBytes);
+  for await (const line of lines) checker.add(line);
+  return checker.finish();
 }
 
 function ofType<T extends ExportRecordType>(
@@ -231,16 +255,16 @@ const NOTHING: ImportCounts = {
   documents: 0,
 };
 
-// Imports an export file for the user. Nothing is sent before the whole file checks out; then
-// the batches go one by one, each in its own transaction. An import cut short (a service down)
-// can simply be sent again: what was stored is skipped.
+// Imports an export file, as its lines, for the user. Nothing is sent before the whole file
+// checks out; then the batches go one by one, each in its own transaction. An import cut short
+// (a service down) can simply be sent again: what was stored is skipped.
 export async function importMemory(
   bus: Bus,
   userId: string,
-  text: string,
+  lines: AsyncIterable<string>,
 ): Promise<MemoryImportRecordsResponse> {
   const maxPayload = bus.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const records = parseExportFile(text, maxPayload - PAYLOAD_MARGIN_BYTES);
+  const records = await readExportFile(lines, maxPayload - PAYLOAD_MARGIN_BYTES);
   const total = { ...NOTHING };
   for (const batch of planBatches(records, maxPayload * BATCH_SHARE_OF_MAX_PAYLOAD)) {
     const { imported } = await bus.request(

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Pool, withTransaction } from './pool';
+import { type Pool, withBatchTransaction } from './pool';
 
 export type MigrateOptions = {
   // The service's own schema: each service owns one and never touches another's.
@@ -17,7 +17,7 @@ export async function migrate(pool: Pool, options: MigrateOptions): Promise<stri
   const directory = fileURLToPath(options.directory);
   const files = (await readdir(directory)).filter((name) => name.endsWith('.sql')).sort();
   const schema = options.schema;
-  return withTransaction(pool, async (client) => {
+  return withBatchTransaction(pool, async (client) => {
     // Replicas starting together apply each migration once: the lock serialises them.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`migrate:${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);

@@ -1,6 +1,13 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedPostgresUrl, startEmbeddedPostgres } from './embedded';
-import { createPool, isDatabaseReachable, withTransaction } from './pool';
+import {
+  createPool,
+  isDatabaseReachable,
+  type Pool,
+  withBatchTransaction,
+  withTransaction,
+} from './pool';
 import { makeTempDir, startTestDatabase, type TestDatabase } from './testing';
 
 let database: TestDatabase;
@@ -219,6 +226,145 @@ describe('withTransaction when the database goes away', () => {
     } finally {
       await pool.end().catch(() => {});
       await dir.remove();
+    }
+  });
+});
+
+// The embedded Postgres ignores statement timeouts, so they are tested on the real server that
+// CI and every development machine run.
+const REAL_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const STATEMENT_TIMEOUT_MS = 300;
+const BATCH_STATEMENT_TIMEOUT_MS = 3_000;
+const QUERY_CANCELED = '57014';
+
+describe('statement timeouts on a real Postgres', () => {
+  let pool: Pool;
+
+  beforeAll(async () => {
+    const probe = new pg.Client({ connectionString: REAL_POSTGRES_URL });
+    try {
+      await probe.connect();
+    } catch (error) {
+      throw new Error(
+        `these tests need PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), as CI starts it: ${error}`,
+      );
+    } finally {
+      await probe.end().catch(() => {});
+    }
+    pool = createPool({
+      url: REAL_POSTGRES_URL,
+      applicationName: 'pool-timeout-test',
+      max: 2,
+      warm: 0,
+      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+      batchStatementTimeoutMs: BATCH_STATEMENT_TIMEOUT_MS,
+    });
+  });
+
+  afterAll(async () => {
+    await pool?.end();
+  });
+
+  async function runningSleeps(): Promise<number> {
+    const { rows } = await pool.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM pg_stat_activity
+       WHERE application_name = 'pool-timeout-test' AND state = 'active'
+         AND query LIKE 'SELECT pg_sleep%'`,
+    );
+    return rows[0]?.count ?? -1;
+  }
+
+  it('cancels a statement that runs past the timeout, on the server', async () => {
+    const started = Date.now();
+
+    await expect(pool.query('SELECT pg_sleep(5)')).rejects.toMatchObject({
+      code: QUERY_CANCELED,
+      message: 'canceling statement due to statement timeout',
+    });
+
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await runningSleeps()).toBe(0);
+  });
+
+  it('lets batch work run longer, and only inside its own transaction', async () => {
+    const slept = await withBatchTransaction(pool, async (client) => {
+      await client.query('SELECT pg_sleep(1)');
+      const { rows } = await client.query<{ timeout: string }>(
+        "SELECT current_setting('statement_timeout') AS timeout",
+      );
+      return rows[0]?.timeout;
+    });
+    const { rows } = await pool.query<{ timeout: string }>(
+      "SELECT current_setting('statement_timeout') AS timeout",
+    );
+
+    expect(slept).toBe(`${BATCH_STATEMENT_TIMEOUT_MS / 1_000}s`);
+    expect(rows[0]?.timeout).toBe(`${STATEMENT_TIMEOUT_MS}ms`);
+    await expect(pool.query('SELECT pg_sleep(1)')).rejects.toMatchObject({ code: QUERY_CANCELED });
+  });
+
+  it('still bounds batch work by its own timeout', async () => {
+    const short = createPool({
+      url: REAL_POSTGRES_URL,
+      applicationName: 'pool-timeout-test',
+      max: 1,
+      warm: 0,
+      statementTimeoutMs: 100,
+      batchStatementTimeoutMs: STATEMENT_TIMEOUT_MS,
+    });
+    try {
+      await expect(
+        withBatchTransaction(short, (client) => client.query('SELECT pg_sleep(5)')),
+      ).rejects.toMatchObject({ code: QUERY_CANCELED });
+    } finally {
+      await short.end();
+    }
+  });
+
+  it('leaves a pool without a timeout unlimited, batch work included', async () => {
+    const unlimited = createPool({
+      url: REAL_POSTGRES_URL,
+      applicationName: 'pool-timeout-test',
+      max: 1,
+      warm: 0,
+    });
+    try {
+      const inBatch = await withBatchTransaction(unlimited, async (client) => {
+        const { rows } = await client.query<{ timeout: string }>(
+          "SELECT current_setting('statement_timeout') AS timeout",
+        );
+        return rows[0]?.timeout;
+      });
+      const { rows } = await unlimited.query<{ timeout: string }>(
+        "SELECT current_setting('statement_timeout') AS timeout",
+      );
+
+      expect(inBatch).toBe('0');
+      expect(rows[0]?.timeout).toBe('0');
+    } finally {
+      await unlimited.end();
+    }
+  });
+});
+
+describe('statement timeouts on the embedded Postgres', () => {
+  it('are accepted, so one configuration serves both engines', async () => {
+    const timed = createPool({
+      url: database.url,
+      applicationName: 'pool-test',
+      max: 1,
+      warm: 0,
+      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+      batchStatementTimeoutMs: BATCH_STATEMENT_TIMEOUT_MS,
+    });
+    try {
+      const { rows } = await timed.query<{ one: number }>('SELECT 1 AS one');
+      const inBatch = await withBatchTransaction(timed, (client) => client.query('SELECT 2'));
+
+      expect(rows).toEqual([{ one: 1 }]);
+      expect(inBatch.rowCount).toBe(1);
+    } finally {
+      await timed.end();
     }
   });
 });

@@ -21,7 +21,26 @@ export const baseEnvShape = {
 export const databaseEnvShape = {
   // Postgres with pgvector. Unset: the embedded Postgres that `make dev` and the tests start.
   DATABASE_URL: z.string().default('postgres://postgres:postgres@127.0.0.1:54320/postgres'),
+  // Longest one statement may run before Postgres cancels it (0: no limit). Under the gateway's
+  // SERVICE_TIMEOUT_MS, so a request answered 504 does not leave its query running. The
+  // embedded Postgres ignores it.
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(4_500),
+  // The same for batch work: migrations, imports, export pages, summaries (0: no limit).
+  DATABASE_BATCH_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(600_000),
 };
+
+// What createPool takes from databaseEnvShape's settings.
+export function databasePoolSettings(env: {
+  DATABASE_URL: string;
+  DATABASE_STATEMENT_TIMEOUT_MS: number;
+  DATABASE_BATCH_STATEMENT_TIMEOUT_MS: number;
+}) {
+  return {
+    url: env.DATABASE_URL,
+    statementTimeoutMs: env.DATABASE_STATEMENT_TIMEOUT_MS,
+    batchStatementTimeoutMs: env.DATABASE_BATCH_STATEMENT_TIMEOUT_MS,
+  };
+}
 
 export const redisEnvShape = {
   // Redis for short-lived state: locks, rate limits, budgets.

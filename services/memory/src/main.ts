@@ -6,7 +6,7 @@ import {
   extractionRequested,
 } from '@jarvis/contracts';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
-import { createService } from '@jarvis/service-kit';
+import { createService, databasePoolSettings } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { registerDocumentHandlers } from './documents-handlers';
 import { loadEnv } from './env';
@@ -32,7 +32,7 @@ const metrics = createMetrics(SERVICE);
 
 try {
   const pool = createPool({
-    url: env.DATABASE_URL,
+    ...databasePoolSettings(env),
     applicationName: SERVICE,
     max: env.DATABASE_POOL_SIZE,
   });

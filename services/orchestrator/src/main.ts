@@ -1,7 +1,7 @@
 import { Bus, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
 import { MISSIONS_STREAM, missionWork, TURNS_STREAM, turnRequested } from '@jarvis/contracts';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
-import { createService } from '@jarvis/service-kit';
+import { createService, databasePoolSettings } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
 import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
@@ -31,7 +31,7 @@ const logger = createLogger(SERVICE, env.LOG_LEVEL);
 const metrics = createMetrics(SERVICE);
 
 try {
-  const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
+  const pool = createPool({ ...databasePoolSettings(env), applicationName: SERVICE });
   await migrate(pool, {
     schema: 'orchestrator',
     directory: new URL('../migrations', import.meta.url),

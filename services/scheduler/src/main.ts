@@ -1,6 +1,6 @@
 import { Bus } from '@jarvis/bus';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
-import { createService } from '@jarvis/service-kit';
+import { createService, databasePoolSettings } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
@@ -16,7 +16,7 @@ const logger = createLogger(SERVICE, env.LOG_LEVEL);
 const metrics = createMetrics(SERVICE);
 
 try {
-  const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
+  const pool = createPool({ ...databasePoolSettings(env), applicationName: SERVICE });
   await migrate(pool, {
     schema: 'scheduler',
     directory: new URL('../migrations', import.meta.url),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, publishWork } from '@jarvis/bus';
 import { compactionRequested, modelChat } from '@jarvis/contracts';
-import { type Pool, type Queryable, withTransaction } from '@jarvis/db';
+import { type Pool, type Queryable, withBatchTransaction } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { estimateTokens } from '@jarvis/tokens';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
@@ -86,7 +86,7 @@ export async function compactConversation(
       { timeoutMs: settings.modelTimeoutMs },
     );
     const id = randomUUID();
-    await withTransaction(pool, async (db) => {
+    await withBatchTransaction(pool, async (db) => {
       const isNew = await insertSummary(db, {
         id,
         userId,

@@ -5,7 +5,7 @@ import type {
   MemoryExportPageRequest,
   MemoryExportPageResponse,
 } from '@jarvis/contracts';
-import type { Pool, Queryable } from '@jarvis/db';
+import { type Pool, type Queryable, withBatchTransaction } from '@jarvis/db';
 import type { z } from 'zod';
 import {
   type ExportPosition,
@@ -66,12 +66,16 @@ export async function exportPage(
   pool: Pool,
   request: PageRequest,
 ): Promise<MemoryExportPageResponse> {
-  const rows = await LISTERS[request.type](pool, {
-    userId: request.userId,
-    after: request.after === undefined ? undefined : decodeCursor(request.type, request.after),
-    limit: request.limit + 1,
-    maxBytes: PAGE_MAX_BYTES,
-  });
+  const after = request.after === undefined ? undefined : decodeCursor(request.type, request.after);
+  // A page of large files or chunks is batch work: the request timeout would cut it short.
+  const rows = await withBatchTransaction(pool, (db) =>
+    LISTERS[request.type](db, {
+      userId: request.userId,
+      after,
+      limit: request.limit + 1,
+      maxBytes: PAGE_MAX_BYTES,
+    }),
+  );
   const records: ExportRecord[] = [];
   let bytes = 0;
   let last: ExportPosition | undefined;

@@ -6,7 +6,7 @@ import type {
   MemoryImportRecordsRequest,
   MemoryImportRecordsResponse,
 } from '@jarvis/contracts';
-import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
+import { type Pool, type PoolClient, withBatchTransaction } from '@jarvis/db';
 import { countTermsByText, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
@@ -75,7 +75,7 @@ export async function importRecords(
   request: ImportRequest,
 ): Promise<MemoryImportRecordsResponse> {
   try {
-    return await withTransaction(pool, (db) => restoreBatch(db, request));
+    return await withBatchTransaction(pool, (db) => restoreBatch(db, request));
   } catch (error) {
     if (isIntegrityError(error)) {
       throw new BusError(

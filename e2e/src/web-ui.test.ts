@@ -81,6 +81,12 @@ describe('the web UI in a browser', () => {
       if (message.type() === 'error') problems.push(message.text());
     });
     page.on('pageerror', (error) => problems.push(error.message));
+    // Every violation of the policy, reported or not on the console: an inline style the
+    // tightened style-src refuses would show here.
+    await page.addInitScript({
+      content: `document.addEventListener('securitypolicyviolation', (event) =>
+        console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI));`,
+    });
     page.on('dialog', (dialog) => void dialog.accept());
   });
 
@@ -92,7 +98,10 @@ describe('the web UI in a browser', () => {
   it('signs in with a key, under a strict same-origin content security policy', async () => {
     const response = await page.goto(`${fixture.stack.gatewayUrl}/`);
     expect(response?.status()).toBe(200);
-    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
+    const policy = (response?.headers()['content-security-policy'] ?? '').split(';');
+    expect(policy).toContain("script-src 'self'");
+    expect(policy).toContain("style-src 'self'");
+    expect(policy.filter((directive) => directive.includes('unsafe-inline'))).toEqual([]);
     await shoot('login-desktop');
 
     await page.getByLabel('API key').fill('jv_not-a-real-key');

@@ -2,9 +2,9 @@ import { Bus } from '@jarvis/bus';
 import { createPool, isDatabaseReachable, migrate } from '@jarvis/db';
 import { createService, databasePoolSettings } from '@jarvis/service-kit';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
-import helmet from 'helmet';
 import { Redis } from 'ioredis';
 import { loadEnv } from './env';
+import { securityHeaders } from './middleware/security-headers';
 import { createApiRouter } from './routes/api-router';
 import { createWebUiRouter } from './routes/web-ui';
 import { ensureAdminKey } from './services/api-keys';
@@ -62,11 +62,8 @@ try {
   // X-Forwarded-For.
   service.app.set('trust proxy', env.TRUST_PROXY);
   // Security headers on everything after /healthz, /readyz and /metrics: the API, the web UI and
-  // every error. Without upgrade-insecure-requests: Traefik already sends plain HTTP to HTTPS,
-  // and a browser on http://127.0.0.1 (make dev, the browser test) would load nothing.
-  service.app.use(
-    helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }),
-  );
+  // every error.
+  service.app.use(securityHeaders());
   service.app.use(
     '/v1',
     createApiRouter({

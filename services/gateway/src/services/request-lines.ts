@@ -60,6 +60,7 @@ export async function* requestLines(req: Request, limitBytes: number): AsyncGene
   let pending: string[] = [];
   try {
     for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+      // A byte stream yields Buffers: the check only gives the chunk its type.
       if (!(chunk instanceof Uint8Array)) continue;
       received += chunk.byteLength;
       if (received > limitBytes) throw tooLarge(limitBytes);

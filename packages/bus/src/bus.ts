@@ -49,7 +49,7 @@ export type RpcHandler<Req extends z.ZodType, Res extends z.ZodType> = (
 const DEFAULT_TIMEOUT_MS = 5_000;
 
 // What a caller hears while NATS is down: the API answers it as a 503 at once.
-export const BUS_UNAVAILABLE_MESSAGE = 'the message bus is unavailable';
+const BUS_UNAVAILABLE_MESSAGE = 'the message bus is unavailable';
 
 export class Bus {
   readonly nc: NatsConnection;

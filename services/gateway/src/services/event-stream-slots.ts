@@ -25,7 +25,7 @@ redis.call('PEXPIRE', KEYS[1], lease)
 return 1
 `);
 
-export type EventStreamSlotsDeps = {
+type EventStreamSlotsDeps = {
   redis: Redis;
   // Prefix of the Redis keys (the NATS namespace).
   namespace: string;
@@ -34,7 +34,7 @@ export type EventStreamSlotsDeps = {
   perUser: number;
 };
 
-export type EventStreamSlot = { release(): Promise<void> };
+type EventStreamSlot = { release(): Promise<void> };
 
 // Counts a user's open /v1/events streams in Redis, so the cap holds across replicas. Answers
 // undefined when the user already holds them all.

@@ -35,7 +35,7 @@ const VISIBLE_CHARS = 8;
 // Far more than one person's devices and scripts; keeps a leaked key from minting keys forever.
 export const MAX_ACTIVE_KEYS_PER_USER = 100;
 
-export function hashApiKey(key: string): string {
+function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 

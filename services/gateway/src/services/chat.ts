@@ -24,7 +24,7 @@ export type ChatTurn = { userId: string; idempotencyKey: string | undefined };
 // with that key, so a retry listens to the turn it repeats before it asks for it again. A
 // name-based UUID (RFC 9562, version 5: SHA-1) of the user and the key, so users never share one;
 // the uuid package would do the same in more code than this.
-export function turnIdOf(turn: ChatTurn): string {
+function turnIdOf(turn: ChatTurn): string {
   if (turn.idempotencyKey === undefined) return randomUUID();
   const bytes = createHash('sha1')
     .update(`chat-turn\n${turn.userId}\n${turn.idempotencyKey}`)

@@ -21,7 +21,7 @@ import { announceAgain, isRunFinished } from './turn-outcome';
 export type SubmitRequest = z.output<typeof TurnSubmitRequest>;
 
 // The points between a submit's steps, where a crash test stops the process (FAULT_EXIT_AFTER).
-export type SubmitStep = 'message_stored' | 'run_recorded';
+type SubmitStep = 'message_stored' | 'run_recorded';
 
 export type SubmitDeps = {
   bus: Bus;
@@ -30,7 +30,7 @@ export type SubmitDeps = {
   onStep?: (step: SubmitStep) => void;
 };
 
-export const REDIS_UNAVAILABLE = 'the short-lived state store (Redis) is unavailable';
+const REDIS_UNAVAILABLE = 'the short-lived state store (Redis) is unavailable';
 
 // Records the submission, then stores the user message, records the run and queues the turn.
 // The submission is the outbox: a submit that dies between the steps leaves it unqueued, and

@@ -12,6 +12,7 @@ describe('describeGrepRegexProblem', () => {
     '(https?://)?example\\.com',
     '[0-9a-f]{64}',
     '(ab|a)*c',
+    '(^todo)?\\y',
     '\\\\1',
     '.*',
   ])('accepts %s', (pattern) => {
@@ -27,8 +28,16 @@ describe('describeGrepRegexProblem', () => {
     ['((a|b)*)*', /^a repeated group must not contain another repetition/],
     ['(?=a+)*', /^a repeated group must not contain another repetition/],
     ['(a{10}){10}', /^a repeated group must not contain another repetition/],
-    ['(a{20})?(b{20})?.{61}', /^too complex: its repetitions add up to 101 copies, at most 100$/],
-    ['.{50}x|.{50}y|z+', /^too complex: its repetitions add up to 101 copies/],
+    [
+      '(a{20})?(b{20})?.{61}',
+      /^too complex: its repetitions expand to 101 positions, at most 100$/,
+    ],
+    ['.{50}x|.{50}y|z+', /^too complex: its repetitions expand to 101 positions/],
+    ['(ab|c){34}', /^too complex: its repetitions expand to 102 positions/],
+    ['(\\y){20,}', /^a repetition must not repeat an anchor, a word boundary or a lookaround/],
+    ['\\m+', /^a repetition must not repeat an anchor/],
+    ['(^|a){5}', /^a repetition must not repeat an anchor/],
+    ['(?=a){3}', /^a repetition must not repeat an anchor/],
     ['(a)\\1', /^backreferences are not supported$/],
     ['a\\1', /^backreferences are not supported$/],
     ['(?<n>a)\\k<n>', /^backreferences are not supported$/],
@@ -39,9 +48,10 @@ describe('describeGrepRegexProblem', () => {
     expect(describeGrepRegexProblem(pattern)).toMatch(message);
   });
 
-  it('multiplies the copies of an optional group by what it holds', () => {
+  it('counts a repetition as its bound times what it repeats, and adds them up', () => {
+    expect(describeGrepRegexProblem('(ab|c){33}x')).toBeUndefined();
     expect(describeGrepRegexProblem('(a{50})?.{50}')).toBeUndefined();
-    expect(describeGrepRegexProblem('(a{50})?.{51}')).toMatch(/add up to 101 copies/);
+    expect(describeGrepRegexProblem('(a{50})?.{51}')).toMatch(/expand to 101 positions/);
   });
 });
 

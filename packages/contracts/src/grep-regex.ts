@@ -7,8 +7,9 @@ import { type AST, RegExpParser } from '@eslint-community/regexpp';
 // embedded one (PGlite) answers no rows and then hangs on the next statement that fails, with
 // no timeout or cancel to stop it. Matching time also grows with the copies, since each one is a
 // state that every character of every line may visit. So repetitions are bounded one by one and
-// in total, and never nested (except inside an optional group). Backreferences are refused
-// because they are the one feature that makes Postgres backtrack.
+// in total, and never nested (except inside an optional group), nor do they repeat constraints
+// (anchors, word boundaries, lookarounds), which alone can make a short pattern too complex.
+// Backreferences are refused because they are the one feature that makes Postgres backtrack.
 //
 // The pattern is parsed as an ECMAScript regex (Annex B, no flags): for what grep users write
 // (classes, escapes, groups, anchors, quantifiers, alternation) the syntax is the same. Where
@@ -17,20 +18,31 @@ import { type AST, RegExpParser } from '@eslint-community/regexpp';
 
 // The largest bound of one counted repetition, `{n}` or `{n,m}`.
 export const GREP_REGEX_MAX_REPEAT = 100;
-// The most copies a whole pattern may make: the bounds of its repetitions added up (`+` and
-// `?` count 1, `*` 0, an unbounded `{n,}` counts n), nested ones multiplied.
+// The most positions a whole pattern's repetitions may expand to: each repetition counts its
+// largest bound (`+` and `?` 1, `*` 0, an unbounded `{n,}` n) times the characters and classes
+// it repeats, so `\d{4}` counts 4 and `(ab|c){30}` 90.
 export const GREP_REGEX_MAX_COPIES = 100;
 
 class PatternProblem extends Error {}
 
-type Measure = { copies: number; hasQuantifier: boolean };
+// `atoms`: the characters and classes outside any repetition; `copies`: what the repetitions
+// expand to.
+type Measure = { atoms: number; copies: number; hasQuantifier: boolean; hasConstraint: boolean };
 
-const NOTHING: Measure = { copies: 0, hasQuantifier: false };
+const NOTHING: Measure = { atoms: 0, copies: 0, hasQuantifier: false, hasConstraint: false };
+const ATOM: Measure = { ...NOTHING, atoms: 1 };
+const CONSTRAINT: Measure = { ...NOTHING, hasConstraint: true };
+
+// Postgres' own constraint escapes (\A, \Z, word starts and ends), which Annex B reads as
+// plain letters.
+const POSTGRES_CONSTRAINT = /^\\[AZmMyY]$/;
 
 function sum(measures: Measure[]): Measure {
   return {
+    atoms: measures.reduce((total, measure) => total + measure.atoms, 0),
     copies: measures.reduce((total, measure) => total + measure.copies, 0),
     hasQuantifier: measures.some((measure) => measure.hasQuantifier),
+    hasConstraint: measures.some((measure) => measure.hasConstraint),
   };
 }
 
@@ -59,7 +71,19 @@ function measureQuantifier(quantifier: AST.Quantifier): Measure {
       `a repeated group must not contain another repetition (${quantifier.raw}); only an optional group (…)? may`,
     );
   }
-  return { copies: largestBound * Math.max(1, inner.copies), hasQuantifier: true };
+  // Postgres works constraints through the copies of what repeats them, which can make even
+  // `(\y){20,}` too complex for it.
+  if (inner.hasConstraint && !isOptional) {
+    throw new PatternProblem(
+      `a repetition must not repeat an anchor, a word boundary or a lookaround (${quantifier.raw})`,
+    );
+  }
+  return {
+    atoms: 0,
+    copies: largestBound * (inner.atoms + inner.copies),
+    hasQuantifier: true,
+    hasConstraint: inner.hasConstraint,
+  };
 }
 
 function measureElement(element: AST.Element): Measure {
@@ -70,9 +94,10 @@ function measureElement(element: AST.Element): Measure {
     case 'CapturingGroup':
       return measureAlternatives(element.alternatives);
     case 'Assertion':
-      return element.kind === 'lookahead' || element.kind === 'lookbehind'
-        ? measureAlternatives(element.alternatives)
-        : NOTHING;
+      if (element.kind === 'lookahead' || element.kind === 'lookbehind') {
+        return { ...measureAlternatives(element.alternatives), hasConstraint: true };
+      }
+      return CONSTRAINT;
     case 'Backreference':
       throw new PatternProblem('backreferences are not supported');
     case 'Character':
@@ -81,9 +106,9 @@ function measureElement(element: AST.Element): Measure {
       if (/^\\[1-9]/.test(element.raw)) {
         throw new PatternProblem('backreferences are not supported');
       }
-      return NOTHING;
+      return POSTGRES_CONSTRAINT.test(element.raw) ? CONSTRAINT : ATOM;
     default:
-      return NOTHING;
+      return ATOM;
   }
 }
 
@@ -102,7 +127,7 @@ export function describeGrepRegexProblem(pattern: string): string | undefined {
   try {
     const { copies } = measureAlternatives(parse(pattern).alternatives);
     if (copies > GREP_REGEX_MAX_COPIES) {
-      return `too complex: its repetitions add up to ${copies} copies, at most ${GREP_REGEX_MAX_COPIES}`;
+      return `too complex: its repetitions expand to ${copies} positions, at most ${GREP_REGEX_MAX_COPIES}`;
     }
     return undefined;
   } catch (error) {

@@ -75,11 +75,12 @@ const generated = fc.letrec<Regex>((tie) => ({
   ),
 })).node;
 
-// Known offenders, each once at least: the first hung the embedded Postgres, the second stalled
-// every user for seconds.
+// Known offenders, each once at least: the first and the third hang the embedded Postgres, the
+// second stalled every user for seconds.
 const KNOWN = [
   '(a{1,255}){1,255}',
   '(.*){1,200}x',
+  '(\\y){52,}',
   '(a+)+$',
   '((a|b)*)*c',
   '.{100}x|.{99}y|.{98}z',

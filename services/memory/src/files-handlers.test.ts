@@ -344,6 +344,7 @@ describe('memory.files.grep', () => {
     ['a backreference', '(a)\\1', true, /^pattern: backreferences are not supported$/],
     ['a nested repetition', '(a+)+$', true, /^pattern: a repeated group must not contain/],
     ['a large count', 'x{101}', true, /^pattern: a repetition may repeat at most 100 times/],
+    ['a repeated constraint', '(\\y){52,}', true, /^pattern: a repetition must not repeat an/],
     ['a regex Postgres alone refuses', '(?<name>a)', true, /^pattern: invalid regular expression/],
     ['a pattern over 200 characters', 'x'.repeat(201), false, /^pattern: /],
     ['an empty pattern', '', false, /^pattern: /],

@@ -4,8 +4,8 @@ import { type AST, RegExpParser } from '@eslint-community/regexpp';
 //
 // Postgres compiles a counted repetition by copying what it repeats, so `(a{1,255}){1,255}`
 // becomes tens of thousands of states: real Postgres refuses it as "too complex", but the
-// embedded one (PGlite) answers no rows and then hangs on the next statement that fails, with
-// no timeout or cancel to stop it. Matching time also grows with the copies, since each one is a
+// embedded one (PGlite) hangs, at once or on the next statement that fails, with no timeout or
+// cancel to stop it. Matching time also grows with the copies, since each one is a
 // state that every character of every line may visit. So repetitions are bounded one by one and
 // in total, and never nested (except inside an optional group), nor do they repeat constraints
 // (anchors, word boundaries, lookarounds), which alone can make a short pattern too complex.
@@ -21,7 +21,7 @@ export const GREP_REGEX_MAX_REPEAT = 100;
 // The most positions a whole pattern's repetitions may expand to: each repetition counts its
 // largest bound (`+` and `?` 1, `*` 0, an unbounded `{n,}` n) times the characters and classes
 // it repeats, so `\d{4}` counts 4 and `(ab|c){30}` 90.
-export const GREP_REGEX_MAX_COPIES = 100;
+export const GREP_REGEX_MAX_POSITIONS = 100;
 
 class PatternProblem extends Error {}
 
@@ -126,8 +126,8 @@ function parse(pattern: string): AST.Pattern {
 export function describeGrepRegexProblem(pattern: string): string | undefined {
   try {
     const { copies } = measureAlternatives(parse(pattern).alternatives);
-    if (copies > GREP_REGEX_MAX_COPIES) {
-      return `too complex: its repetitions expand to ${copies} positions, at most ${GREP_REGEX_MAX_COPIES}`;
+    if (copies > GREP_REGEX_MAX_POSITIONS) {
+      return `too complex: its repetitions expand to ${copies} positions, at most ${GREP_REGEX_MAX_POSITIONS}`;
     }
     return undefined;
   } catch (error) {

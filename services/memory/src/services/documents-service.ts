@@ -11,7 +11,7 @@ import type {
   MemoryDocumentsListRequest,
   MemoryDocumentsListResponse,
 } from '@jarvis/contracts';
-import { type Pool, withTransaction } from '@jarvis/db';
+import { type Pool, withBatchTransaction, withTransaction } from '@jarvis/db';
 import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import {
@@ -78,7 +78,8 @@ export async function ingestDocument(
   const text = TO_TEXT[request.contentType](request.content);
   const chunks: NewChunk[] = chunkText(text).map((chunk) => ({ ...chunk, id: randomUUID() }));
   if (chunks.length === 0) throw new BusError('bad_request', 'document has no text');
-  return withTransaction(pool, async (db) => {
+  // Batch work: a long document's chunks are embedded and indexed in this one transaction.
+  return withBatchTransaction(pool, async (db) => {
     const document = await insertDocument(db, {
       id: randomUUID(),
       userId: request.userId,

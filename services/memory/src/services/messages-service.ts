@@ -5,7 +5,7 @@ import type {
   MemoryImportRequest,
   MemoryImportResponse,
 } from '@jarvis/contracts';
-import { type Pool, withTransaction } from '@jarvis/db';
+import { type Pool, withBatchTransaction } from '@jarvis/db';
 import { ensureConversation } from '../repositories/conversations-repository';
 import { claimImportBatch } from '../repositories/import-batches-repository';
 import { appendQueuedMessage, insertMessagesInOrder } from '../repositories/messages-repository';
@@ -42,7 +42,7 @@ export async function importMessages(
   pool: Pool,
   request: MemoryImportRequest,
 ): Promise<MemoryImportResponse> {
-  return withTransaction(pool, async (db) => {
+  return withBatchTransaction(pool, async (db) => {
     const conversationId = await ensureConversation(db, request.userId, request.conversationId);
     if (!conversationId) throw new BusError('not_found', 'conversation not found');
     if (request.requestHash !== undefined) {

@@ -225,7 +225,6 @@ dockerfiles() {
     grep -q '^CMD \["node", "dist/main.js"\]' "$f" || { echo "$f: CMD is not node dist/main.js"; bad=1; }
     grep -q "deploy --prod --legacy" "$f" || { echo "$f: no pnpm deploy"; bad=1; }
   done
-  grep -q 'chromium' services/tools/Dockerfile || { echo "tools: no chromium"; bad=1; }
   return $bad
 }
 

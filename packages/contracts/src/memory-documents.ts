@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { Id, PG_INTEGER_MAX } from './common';
 import { defineRpc } from './define';
 
-// Documents: text, Markdown or HTML (the tools service converts PDF and DOCX to text first),
-// kept as overlapping chunks that memory search finds. Only the chunks are stored, not the
+// Documents: text, Markdown or HTML only (nothing converts PDF or DOCX yet), kept as
+// overlapping chunks that memory search finds. Only the chunks are stored, not the
 // original markup.
 
 export const DocumentContentType = z.enum(['text/plain', 'text/markdown', 'text/html']);

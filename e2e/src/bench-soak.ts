@@ -436,8 +436,8 @@ try {
     if ((turn + 1) % WINDOW === 0) {
       // Autovacuum would analyze a table once a tenth of it changed; a Postgres that runs
       // without it (or with 0 memories, the ANALYZE above saw empty tables) would otherwise plan
-      // on ever staler statistics: a 0-memory soak drifted from 49 to 74 ms p50 over 5,000 turns
-      // as the vector lookups by item id came to read every one of the user's embeddings.
+      // on ever staler statistics, and the turns drift slower over the run as the vector lookups
+      // by item id come to read every one of the user's embeddings.
       await db.query('ANALYZE');
       const window = progress.turns.slice(-WINDOW);
       const recent = spread(window.map((t) => t.overheadMs));

@@ -9,10 +9,9 @@ import { QueryCycleQueue } from './wire-queue';
 export const EMBEDDED_POSTGRES_PORT = 54320;
 
 // PGlite has no autovacuum, so nothing would ever ANALYZE: the planner would take every table for
-// empty and, at 100,000 memories, scan a user's every row where an index finds five (measured:
-// 156 ms instead of 1 ms, a full-text search 260 ms instead of 20). So the server analyzes
-// itself, at most this often and only after use. At 100,000 memories it takes ~0.8 s, during
-// which queries wait: about 1 % of the time at most.
+// empty and, in a large memory, scan a user's every row where an index finds five. So the server
+// analyzes itself, at most this often and only after use: queries wait while it runs, and once
+// a minute keeps that a small share of the time even in a large memory.
 const ANALYZE_EVERY_MS = 60_000;
 
 export type EmbeddedPostgresOptions = {

@@ -26,8 +26,8 @@ const batchStatementTimeouts = new WeakMap<Pool, number>();
 
 // A turn after the user's pause (minutes, usually) would otherwise find every connection closed
 // and open new ones for its parallel queries: each new backend starts with cold caches and loads
-// pgvector again, which made a memory search take 200-240 ms instead of 20-40 on a real Postgres.
-// A recall runs up to seven queries at once.
+// pgvector again, which costs a search many times its own work. A recall runs up to seven
+// queries at once.
 const WARM_CONNECTIONS = 8;
 
 export function createPool(options: PoolOptions): Pool {

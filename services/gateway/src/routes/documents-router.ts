@@ -48,7 +48,7 @@ export function createDocumentsRouter(deps: DocumentsRouterDeps): Router {
     const body = parseBody(DocumentIngestBody, req.body);
     checkFitsInOneMessage(deps.bus, body);
     // Chunking and indexing a document near the size limit takes seconds on a small, busy
-    // server: more than a request's usual wait (measured: over 5 s on this 2-core machine).
+    // server: more than a request's usual wait.
     const ingested = await deps.bus.request(
       memoryDocumentsIngest,
       { ...body, userId: principal.userId },

@@ -42,9 +42,9 @@ export type AppendOutcome =
 
 // Stores the message and queues it for indexing (index-messages.ts) in one statement: it is
 // never stored unsearchable, and atomic without a transaction. A turn appends two messages on its
-// path, and the five round trips of a transaction took 3-4 ms of each. The default conversation
-// is created on first use; two first messages racing each other end up in the same row thanks to
-// its partial unique index.
+// path, where a transaction's five round trips would each wait on the network. The default
+// conversation is created on first use; two first messages racing each other end up in the same
+// row thanks to its partial unique index.
 export async function appendQueuedMessage(
   db: Queryable,
   message: AppendedMessage,

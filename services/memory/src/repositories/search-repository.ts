@@ -18,19 +18,17 @@ export type TextFilter = {
 };
 
 // Postgres ranks every item that matches any word of the full-text query, so its cost grows
-// with the matches: at 100,000 messages two common words match ~13,000 items and take 125 ms.
-// So it gets the rarest words (they say the most) while their items add up to at most this;
-// the common ones are left to the vector ranker. LoCoMo recall is the same at 1,000 as at 2,000,
-// and searches at 10,000 messages are 10-20 % faster.
+// with the matches, and two common words match a large share of a big memory. So it gets the
+// rarest words (they say the most) while their items add up to at most this; the common ones
+// are left to the vector ranker. A larger budget finds no more on LoCoMo, only slower.
 export const TEXT_MATCH_BUDGET = 1_000;
 
 // The words come chosen by the term statistics, but Postgres stems its own way: "supportive" is
-// "supportiv" to the terms and "support" to Postgres, 245 against 3,157 of 20,000 messages. So
-// a message search also leaves out the lexemes that Postgres' own statistics of the column
-// (pg_stats, kept by ANALYZE) say are in more than TEXT_MATCH_BUDGET messages: one of them made
-// a recall's full-text search rank 3,570 messages instead of 540 (46 against 14 ms under
-// auto_explain). The list is read at most once a minute per pool, in the background after the
-// first read.
+// "supportiv" to the terms and "support" to Postgres, a far commoner lexeme. So a message search
+// also leaves out the lexemes that Postgres' own statistics of the column (pg_stats, kept by
+// ANALYZE) say are in more than TEXT_MATCH_BUDGET messages: one of them can multiply the messages
+// a recall's full-text search ranks. The list is read at most once a minute per pool, in the
+// background after the first read.
 const COMMON_LEXEMES_TTL_MS = 60_000;
 type CommonLexemes = { lexemes: string[]; readAt: number; reading?: Promise<void> };
 const commonLexemesByPool = new WeakMap<Queryable, CommonLexemes>();
@@ -79,8 +77,8 @@ async function commonMessageLexemes(db: Queryable): Promise<string[]> {
 
 // Matches full-text ranking looks at, at most. The words come chosen so that their matches add
 // up to TEXT_MATCH_BUDGET (search-service.ts), but by the term statistics, and Postgres splits
-// and stems words its own way; ranking 25,000 matches took 200-300 ms at 100,000 messages. Past the
-// cap, the ranking is of the first matches found.
+// and stems words its own way, so a word can still match a large share of a big memory, all of
+// it ranked on the turn's path. Past the cap, the ranking is of the first matches found.
 const MESSAGE_TEXT_MATCHES_MAX = 5_000;
 
 // Full-text matches of any of the query's words, best Postgres rank first.

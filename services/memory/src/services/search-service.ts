@@ -100,8 +100,8 @@ type ViewResponses<V extends readonly SearchView[]> = { [K in keyof V]: MemorySe
 // One query ranked several ways at once, each view as searchMemory would rank it alone. What
 // the views have in common is asked for once: the term statistics, the query's embedding, each
 // kind's full-text matches, the items, the feedback vectors. A turn's recall ranks the user's
-// facts alone beside everything: as two searches, a recall at 10,000 messages made 18
-// statements, now 15, and its handler used 14 % less CPU.
+// facts alone beside everything: two searches would make those statements and that work twice,
+// on every turn's path.
 export async function searchMemoryViews<const V extends readonly SearchView[]>(
   pool: Pool,
   request: QueryRequest,

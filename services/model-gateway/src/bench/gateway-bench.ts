@@ -61,8 +61,8 @@ import {
 // rates below saturation (a few hundred and about a hundred a second), as slow real models do.
 // Their requesters start spread over one mean model time, as if they had been running: started
 // all at once, each block would open with a burst of 50 simultaneous arrivals, a tenth of the
-// samples of the slow scenario, whose queue would be the p95 (measured: a p95 of 16-19 ms
-// before the provider call for those, against under 1 ms for the rest).
+// samples of the slow scenario, whose queue would be the p95: the bench would measure its own
+// burst, not the gateway.
 //
 // Each block of gateway requests ends once the rollup has counted every one of its calls in
 // Postgres, so the block's CPU figures include that work, and the next block does not run beside

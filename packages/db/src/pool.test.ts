@@ -11,23 +11,30 @@ import {
 import { makeTempDir, startTestDatabase, type TestDatabase } from './testing';
 
 let database: TestDatabase;
+// PGlite serves every connection from one session and ignores statement timeouts: the tests of
+// that run on it whatever engine the rest of the suite runs on.
+let embedded: TestDatabase;
 
 beforeAll(async () => {
   database = await startTestDatabase();
-  await database.pool.query('CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)');
+  embedded = await startTestDatabase({ engine: 'embedded' });
+  for (const { pool } of [database, embedded]) {
+    await pool.query('CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)');
+  }
 });
 
 afterAll(async () => {
   await database?.stop();
+  await embedded?.stop();
 });
 
-async function noteIds(): Promise<number[]> {
-  const { rows } = await database.pool.query<{ id: number }>('SELECT id FROM notes ORDER BY id');
+async function noteIds(pool: Pool = database.pool): Promise<number[]> {
+  const { rows } = await pool.query<{ id: number }>('SELECT id FROM notes ORDER BY id');
   return rows.map((row) => row.id);
 }
 
-async function deleteNotes(): Promise<void> {
-  await database.pool.query('DELETE FROM notes');
+async function deleteNotes(pool: Pool = database.pool): Promise<void> {
+  await pool.query('DELETE FROM notes');
 }
 
 describe('withTransaction', () => {
@@ -124,15 +131,15 @@ describe('connections of a pool at rest', () => {
 
 describe('the embedded Postgres behind a pool', () => {
   it('hides an open transaction from the queries of other connections', async () => {
-    await deleteNotes();
-    const writer = await database.pool.connect();
+    await deleteNotes(embedded.pool);
+    const writer = await embedded.pool.connect();
     try {
       await writer.query('BEGIN');
       await writer.query("INSERT INTO notes (id, body) VALUES (7, 'uncommitted')");
 
       // All connections share one WebAssembly Postgres session: only the server holding other
       // queries until the transaction ends keeps them from seeing (or joining) it.
-      const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+      const reader = embedded.pool.query<{ id: number }>('SELECT id FROM notes');
       // Gives the reader's query time to reach the server while the transaction is open.
       await new Promise((resolve) => setTimeout(resolve, 200));
       await writer.query('ROLLBACK');
@@ -142,16 +149,16 @@ describe('the embedded Postgres behind a pool', () => {
     } finally {
       writer.release();
     }
-    expect(await noteIds()).toEqual([]);
+    expect(await noteIds(embedded.pool)).toEqual([]);
   });
 
   it('lets another connection see a transaction once it commits', async () => {
-    await deleteNotes();
-    const writer = await database.pool.connect();
+    await deleteNotes(embedded.pool);
+    const writer = await embedded.pool.connect();
     try {
       await writer.query('BEGIN');
       await writer.query("INSERT INTO notes (id, body) VALUES (8, 'committed')");
-      const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+      const reader = embedded.pool.query<{ id: number }>('SELECT id FROM notes');
       await new Promise((resolve) => setTimeout(resolve, 200));
       await writer.query('COMMIT');
 
@@ -163,21 +170,21 @@ describe('the embedded Postgres behind a pool', () => {
   });
 
   it('rolls back the transaction of a connection that drops, and lets the others go on', async () => {
-    await deleteNotes();
-    const writer = await database.pool.connect();
+    await deleteNotes(embedded.pool);
+    const writer = await embedded.pool.connect();
     await writer.query('BEGIN');
     await writer.query("INSERT INTO notes (id, body) VALUES (9, 'orphaned')");
-    const reader = database.pool.query<{ id: number }>('SELECT id FROM notes');
+    const reader = embedded.pool.query<{ id: number }>('SELECT id FROM notes');
     // Destroys the connection instead of returning it: a service crashing mid-transaction.
     writer.release(true);
 
     const { rows } = await reader;
     expect(rows).toEqual([]);
-    expect(await noteIds()).toEqual([]);
+    expect(await noteIds(embedded.pool)).toEqual([]);
   });
 
   it('has pgvector', async () => {
-    const { rows } = await database.pool.query<{ distance: unknown }>(
+    const { rows } = await embedded.pool.query<{ distance: unknown }>(
       "SELECT '[1,2,3]'::vector <=> '[1,2,4]'::vector AS distance",
     );
     const distance = rows[0]?.distance;
@@ -350,7 +357,7 @@ describe('statement timeouts on a real Postgres', () => {
 describe('statement timeouts on the embedded Postgres', () => {
   it('are accepted, so one configuration serves both engines', async () => {
     const timed = createPool({
-      url: database.url,
+      url: embedded.url,
       applicationName: 'pool-test',
       max: 1,
       warm: 0,

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { startEmbeddedPostgres } from './embedded';
 import { createPool, type Pool } from './pool';
+import { testEnv } from './test-env';
 
 // Test fixtures that need only this package. They live here rather than in the testkit so this
 // package's own tests can use them without a dependency cycle; the testkit re-exports them.
@@ -14,20 +17,86 @@ export async function makeTempDir(
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
 }
 
-export type TestDatabase = { url: string; pool: Pool; stop(): Promise<void> };
+// 'server': a database of its own on the PostgreSQL at DATABASE_URL, the engine production runs,
+// where row locks and advisory locks race for real. 'embedded': PGlite in this process, the
+// database of `make dev`.
+export type TestDatabaseEngine = 'server' | 'embedded';
 
-// The embedded Postgres (pgvector included) in this process, on a free port and a temp folder.
-export async function startTestDatabase(): Promise<TestDatabase> {
-  const dir = await makeTempDir('pg');
-  const postgres = await startEmbeddedPostgres({ dataDir: dir.path, port: 0 });
-  const pool = createPool({ url: postgres.url, applicationName: 'test', max: 4 });
+export type TestDatabase = {
+  url: string;
+  engine: TestDatabaseEngine;
+  pool: Pool;
+  stop(): Promise<void>;
+};
+
+export type TestDatabaseOptions = {
+  // By default the server when DATABASE_URL is set. Tests that guard PGlite's own failure modes
+  // ask for 'embedded', so they keep running on it whatever the rest of the suite runs on.
+  engine?: TestDatabaseEngine;
+};
+
+export function defaultTestDatabaseEngine(): TestDatabaseEngine {
+  return testEnv.DATABASE_URL ? 'server' : 'embedded';
+}
+
+export async function startTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const engine = options.engine ?? defaultTestDatabaseEngine();
+  const database = engine === 'server' ? await createServerDatabase() : await startEmbedded();
+  const pool = createPool({ url: database.url, applicationName: 'test', max: 4 });
   return {
-    url: postgres.url,
+    url: database.url,
+    engine,
     pool,
     async stop() {
       await pool.end();
+      await database.remove();
+    },
+  };
+}
+
+type OwnDatabase = { url: string; remove(): Promise<void> };
+
+// The embedded Postgres (pgvector included) on a free port and a temp folder.
+async function startEmbedded(): Promise<OwnDatabase> {
+  const dir = await makeTempDir('pg');
+  const postgres = await startEmbeddedPostgres({ dataDir: dir.path, port: 0 });
+  return {
+    url: postgres.url,
+    async remove() {
       await postgres.stop();
       await dir.remove();
     },
   };
+}
+
+// A fresh database on the server, so test files running in parallel never see each other's
+// rows, with pgvector created as infra/postgres/init.sql creates it in production.
+async function createServerDatabase(): Promise<OwnDatabase> {
+  const serverUrl = testEnv.DATABASE_URL;
+  if (!serverUrl) throw new Error('a test database on a server needs DATABASE_URL');
+  const name = `jarvis_test_${randomBytes(6).toString('hex')}`;
+  await runOn(serverUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  try {
+    await runOn(url.toString(), 'CREATE EXTENSION IF NOT EXISTS vector');
+  } catch (error) {
+    await runOn(serverUrl, `DROP DATABASE ${name} WITH (FORCE)`);
+    throw error;
+  }
+  return {
+    url: url.toString(),
+    // FORCE: a service process that a test killed may have left its connections behind.
+    remove: () => runOn(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function runOn(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, application_name: 'test-setup' });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
 }

@@ -6,8 +6,9 @@ import { startTestDatabase, type TestDatabase } from './testing';
 
 let database: TestDatabase;
 
+// The queue under test is the embedded server's, whatever engine the rest of the suite runs on.
 beforeAll(async () => {
-  database = await startTestDatabase();
+  database = await startTestDatabase({ engine: 'embedded' });
 });
 
 afterAll(async () => {

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 
-export { makeTempDir, startTestDatabase, type TestDatabase } from '@jarvis/db/testing';
+export {
+  defaultTestDatabaseEngine,
+  makeTempDir,
+  startTestDatabase,
+  type TestDatabase,
+  type TestDatabaseEngine,
+  type TestDatabaseOptions,
+} from '@jarvis/db/testing';
 
 import { Redis } from 'ioredis';
 

@@ -15,7 +15,7 @@ export default defineConfig({
     modulePreload: { polyfill: false },
   },
   server: {
-    proxy: { '/v1': GATEWAY_URL, '/readyz': GATEWAY_URL, '/metrics': GATEWAY_URL },
+    proxy: { '/v1': GATEWAY_URL, '/readyz': GATEWAY_URL },
   },
   test: {
     include: ['src/**/*.test.ts'],

@@ -1,19 +1,16 @@
 import { useEffect, useState } from 'preact/hooks';
 import { StatusBadge } from './components';
-import { formatBytes } from './format';
 
 type Health = {
   state: 'checking' | 'online' | 'degraded' | 'offline';
   checks: Record<string, boolean>;
-  residentBytes?: number;
   checkedAt?: Date;
 };
 
 const POLL_MS = 20_000;
-const RESIDENT_MEMORY = /^process_resident_memory_bytes(?:\{[^}]*\})?\s+([0-9.e+]+)/m;
 
 // The gateway's /readyz is public: its dependencies (NATS, Postgres) and whether it is ready.
-// /metrics gives its memory use where it is reachable; a gateway that closes it shows none.
+// Not /metrics: it is for Prometheus on the compose network, and Traefik does not route it.
 async function readHealth(): Promise<Health> {
   let response: Response;
   try {
@@ -22,17 +19,11 @@ async function readHealth(): Promise<Health> {
     return { state: 'offline', checks: {}, checkedAt: new Date() };
   }
   const body = (await response.json().catch(() => ({}))) as { checks?: Record<string, boolean> };
-  const health: Health = {
+  return {
     state: response.ok ? 'online' : 'degraded',
     checks: body.checks ?? {},
     checkedAt: new Date(),
   };
-  const metrics = await fetch('/metrics')
-    .then((answer) => (answer.ok ? answer.text() : ''))
-    .catch(() => '');
-  const resident = RESIDENT_MEMORY.exec(metrics)?.[1];
-  if (resident) health.residentBytes = Number(resident);
-  return health;
 }
 
 export function StatusHeader() {
@@ -76,7 +67,6 @@ export function StatusHeader() {
             ))}
           </ul>
         ) : null}
-        {health.residentBytes ? <p>Gateway memory: {formatBytes(health.residentBytes)}</p> : null}
         {health.checkedAt ? (
           <p class="muted">Checked {health.checkedAt.toLocaleTimeString()}</p>
         ) : null}

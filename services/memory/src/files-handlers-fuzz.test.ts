@@ -10,6 +10,8 @@ import { type MemoryHarness, startMemoryHarness } from './test-harness';
 // Hostile grep regexes against the memory service on the embedded Postgres, which has no
 // statement timeout and runs every connection through one queue: one regex it cannot bound
 // stalls every user, and one it answers wrongly ("too complex" as no rows) hangs it for good.
+// These are PGlite's own failure modes, so this file runs on it whatever engine the rest of the
+// suite runs on.
 
 const SEED = 20_261_121;
 const RUNS = 300;
@@ -19,7 +21,9 @@ const OTHER_USER_MAX_MS = 2_000;
 let memory: MemoryHarness;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-files-fuzz', [registerFileHandlers]);
+  memory = await startMemoryHarness('memory-files-fuzz', [registerFileHandlers], undefined, {
+    engine: 'embedded',
+  });
 });
 
 afterAll(async () => {
@@ -160,4 +164,41 @@ describe('memory.files.grep under hostile regexes', () => {
     expect(otherUserMs.length).toBeGreaterThan(10);
     expect(Math.max(...otherUserMs)).toBeLessThan(OTHER_USER_MAX_MS);
   }, 60_000);
+
+  // The embedded Postgres answered this regex with no rows instead of "too complex", then hung
+  // on the next statement that failed, and every service with it.
+  it('refuses a regex too complex for Postgres, and still answers the next bad one at once', async () => {
+    const { clientBus } = memory;
+    const userId = randomUUID();
+    await clientBus.request(memoryFilesWrite, { userId, path: 'a.md', content: 'aaa' });
+
+    // Past the client's own check, so the memory service's edge is what answers.
+    const send = (pattern: string) =>
+      sendRaw(clientBus, 'memory.files.grep', { userId, pattern, isRegex: true });
+
+    const complex = await send('(a{1,255}){1,255}');
+    const started = Date.now();
+    const unbalanced = await send('(');
+    const refusedByPostgres = await send('(?i:a)');
+
+    expect(complex).toEqual({
+      ok: false,
+      error: {
+        code: 'bad_request',
+        message: 'pattern: a repetition may repeat at most 100 times, not {1,255}',
+      },
+    });
+    expect(unbalanced).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+    expect(refusedByPostgres).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/^pattern: invalid regular/) },
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const { matches } = await clientBus.request(memoryFilesGrep, {
+      userId,
+      pattern: 'a{3}',
+      isRegex: true,
+    });
+    expect(matches).toHaveLength(1);
+  });
 });

@@ -2,7 +2,12 @@ import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { migrate, type Pool } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import {
+  startTestDatabase,
+  type TestDatabase,
+  type TestDatabaseOptions,
+  uniqueNamespace,
+} from '@jarvis/testkit';
 import { registerHandlers } from './handlers';
 import {
   type IndexerSettings,
@@ -23,15 +28,16 @@ export type MemoryHarness = {
   stop(): Promise<void>;
 };
 
-// The memory service as its tests meet it: an embedded Postgres with the memory schema, set up
-// as main.ts sets it up, the message indexer, and the handlers of messages, recall and search
-// plus those of `register`, on a namespace of the machine's NATS of their own.
+// The memory service as its tests meet it: a test database with the memory schema, set up as
+// main.ts sets it up, the message indexer, and the handlers of messages, recall and search plus
+// those of `register`, on a namespace of the machine's NATS of their own.
 export async function startMemoryHarness(
   label: string,
   register: Register[] = [],
   indexerSettings?: IndexerSettings,
+  databaseOptions: TestDatabaseOptions = {},
 ): Promise<MemoryHarness> {
-  const db = await startTestDatabase();
+  const db = await startTestDatabase(databaseOptions);
   const logger = createLogger('test', 'silent');
   // Before the first connection, so every pooled connection gets the settings.
   configureVectorSearch(db.pool, logger);

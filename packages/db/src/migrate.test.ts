@@ -2,7 +2,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from './migrate';
+import { MigrationChangedError, migrate, migrationChecksum } from './migrate';
 import { makeTempDir, startTestDatabase, type TestDatabase } from './testing';
 
 let database: TestDatabase;
@@ -213,5 +213,72 @@ describe('migrate', () => {
       migrate(database.pool, { schema, directory: pathToFileURL(dir.path) }),
     ).rejects.toThrow(/ENOENT/);
     expect(await schemaExists(schema)).toBe(false);
+  });
+
+  it('stops with a message naming the file when an applied migration was edited', async () => {
+    const schema = nextSchema();
+    const dir = await createMigrationDir({
+      '001_create.sql': `CREATE TABLE ${schema}.items (id integer);`,
+    });
+    expect(await migrate(database.pool, { schema, directory: dir.url })).toEqual([
+      '001_create.sql',
+    ]);
+
+    await dir.write('001_create.sql', `CREATE TABLE ${schema}.items (id bigint);`);
+    await dir.write('002_more.sql', `CREATE TABLE ${schema}.more (id integer);`);
+    const failure = migrate(database.pool, { schema, directory: dir.url });
+    await expect(failure).rejects.toBeInstanceOf(MigrationChangedError);
+    await expect(failure).rejects.toThrow(
+      `migration ${schema}/001_create.sql was edited after it was applied`,
+    );
+    // Nothing after it ran either.
+    expect(await appliedNames(schema)).toEqual(['001_create.sql']);
+    expect(await relationExists(`${schema}.more`)).toBe(false);
+  });
+
+  it('fills the checksums of an install from before them, then holds the files to them', async () => {
+    const schema = nextSchema();
+    const sql = `CREATE TABLE ${schema}.items (id integer);`;
+    const dir = await createMigrationDir({ '001_create.sql': sql });
+    // The bookkeeping table as releases without checksums made it.
+    await database.pool.query(`CREATE SCHEMA ${schema}`);
+    await database.pool.query(
+      `CREATE TABLE ${schema}.schema_migrations (
+         name text PRIMARY KEY,
+         applied_at timestamptz NOT NULL DEFAULT now()
+       )`,
+    );
+    await database.pool.query(sql);
+    await database.pool.query(
+      `INSERT INTO ${schema}.schema_migrations (name) VALUES ('001_create.sql')`,
+    );
+
+    expect(await migrate(database.pool, { schema, directory: dir.url })).toEqual([]);
+    const { rows } = await database.pool.query(
+      `SELECT name, checksum FROM ${schema}.schema_migrations`,
+    );
+    expect(rows).toEqual([{ name: '001_create.sql', checksum: migrationChecksum(sql) }]);
+
+    await dir.write('001_create.sql', `${sql}\n-- edited`);
+    await expect(migrate(database.pool, { schema, directory: dir.url })).rejects.toThrow(
+      MigrationChangedError,
+    );
+  });
+
+  it('applies only the files asked for, and the rest on the next full run', async () => {
+    const schema = nextSchema();
+    const dir = await createMigrationDir({
+      '001_create.sql': `CREATE TABLE ${schema}.items (id integer);`,
+      '002_note.sql': `ALTER TABLE ${schema}.items ADD COLUMN note text;`,
+    });
+
+    expect(
+      await migrate(database.pool, {
+        schema,
+        directory: dir.url,
+        only: new Set(['001_create.sql']),
+      }),
+    ).toEqual(['001_create.sql']);
+    expect(await migrate(database.pool, { schema, directory: dir.url })).toEqual(['002_note.sql']);
   });
 });

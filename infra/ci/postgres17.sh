@@ -4,7 +4,7 @@
 # these machines have no Docker engine and no registry. Needs root.
 #   infra/ci/postgres17.sh start   makes the root filesystem and the cluster if needed, starts the
 #                                  server if it is not running, and prints its DATABASE_URL
-#   infra/ci/postgres17.sh stop    stops the server and unmounts what start mounted
+#   infra/ci/postgres17.sh stop    stops the server
 #   infra/ci/postgres17.sh url     prints the DATABASE_URL
 # The root filesystem and the cluster are kept, so a second start costs seconds. The tests make
 # a database of their own per test file on it (packages/db/src/testing.ts) and drop it after.
@@ -32,25 +32,19 @@ is_running() {
   [ -f "$root/$data/postmaster.pid" ] && as_postgres "$bin/pg_ctl" status -D "$data" >/dev/null 2>&1
 }
 
-mount_proc() {
-  mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
-}
-
-unmount_proc() {
-  if mountpoint -q "$root/proc"; then umount "$root/proc"; fi
-}
-
 start() {
   if [ "$(id -u)" -ne 0 ]; then
     echo "$0: needs root (it makes a root filesystem and runs a chroot)" >&2
     exit 1
   fi
-  "$(dirname "$0")/debian-rootfs.sh" trixie "$root" postgresql-17 postgresql-17-pgvector
-  mount_proc
   if is_running; then
     echo "$url"
     return
   fi
+  # Nothing is mounted into the chroot: the server needs neither /proc nor /dev/shm (its dynamic
+  # shared memory lives in files), and debootstrap made the few /dev nodes it opens. So the
+  # root filesystem can be made anew or removed while no server runs in it.
+  "$(dirname "$0")/debian-rootfs.sh" trixie "$root" postgresql-17 postgresql-17-pgvector
   if [ ! -f "$root/$data/PG_VERSION" ]; then
     rm -rf "${root:?}/$data"
     mkdir -p "$root/$(dirname "$data")"
@@ -88,10 +82,9 @@ EOF
 }
 
 stop() {
-  if [ -d "$root/$data" ] && is_running; then
+  if is_running; then
     as_postgres "$bin/pg_ctl" stop -D "$data" -m fast -w >/dev/null
   fi
-  unmount_proc
 }
 
 case "${1:-}" in

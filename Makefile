@@ -5,7 +5,7 @@ NAME ?=
 .PHONY: help install up down logs dev test bench key lint build
 
 help: ## List the commands
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 install: ## Install dependencies (pnpm, from the lockfile)
 	pnpm install --frozen-lockfile

@@ -1,14 +1,26 @@
 # Jarvis: common commands. `make help` lists them.
 SHELL := /bin/bash
 NAME ?=
+# pnpm at package.json's packageManager version. Where the pnpm on PATH is another version (or
+# there is none), `make install` puts that one in .tools/, which comes first on PATH here.
+PNPM_VERSION := $(shell node -p "require('./package.json').packageManager.split('@')[1]" 2>/dev/null)
+export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
 .PHONY: help install up down logs dev test bench key lint build
 
 help: ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-install: ## Install dependencies (pnpm, from the lockfile)
+install: ## Install dependencies from the lockfile (and the pinned pnpm first, if missing)
+	@if [ "$$(pnpm --version 2>/dev/null)" != "$(PNPM_VERSION)" ]; then \
+		echo "pnpm $(PNPM_VERSION) (package.json's packageManager) is not on PATH: installing it into .tools/ with npm"; \
+		npm install --no-save --no-package-lock --no-audit --no-fund --prefix .tools "pnpm@$(PNPM_VERSION)"; \
+	fi
 	pnpm install --frozen-lockfile
+
+.PHONY: preflight
+preflight: ## Check what the tests need besides Node (NATS, Redis, PostgreSQL, Chromium, docker-compose)
+	@bash scripts/preflight.sh
 
 up: ## Run the whole stack in Docker (Traefik on https://localhost)
 	docker compose up -d --build
@@ -22,7 +34,7 @@ logs: ## Follow the Docker stack's logs
 dev: install ## Run the six services as local processes (embedded Postgres, local NATS and Redis)
 	pnpm run dev
 
-test: install ## Lint, typecheck, validate the compose files, and run every test
+test: preflight install ## Lint, typecheck, validate the compose files, and run every test
 	pnpm test
 
 bench: install ## Run the benchmarks; figures are printed and written to bench-results/

@@ -88,7 +88,10 @@ if [ -n "${DATABASE_URL:-}" ]; then
       "sudo infra/ci/postgres17.sh start   # PostgreSQL 17 + pgvector, prints its DATABASE_URL" \
       "or unset DATABASE_URL to test on the embedded PGlite (docs/development.md)"
   fi
-elif is_listening 127.0.0.1:5432; then
+fi
+# packages/db's statement-timeout tests need a real server at this fixed address, whatever
+# DATABASE_URL says.
+if is_listening 127.0.0.1:5432; then
   ok "PostgreSQL on 127.0.0.1:5432 (the statement-timeout tests)"
 else
   lack "PostgreSQL on 127.0.0.1:5432, user postgres with trust auth (the statement-timeout tests)" \

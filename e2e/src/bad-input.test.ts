@@ -1,5 +1,4 @@
 import { ErrorBody } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StackFixture, startStackFixture } from './stack-fixture';
 
@@ -142,28 +141,6 @@ describe('bad input and missing services', () => {
     await fixture.stack.startService('memory');
 
     const recovered = await send('/v1/chat', { key: apiKey, body: '{"message": "hi"}' });
-    expect(recovered.status).toBe(200);
-  });
-
-  it('answers 503 quickly when the database is down, and recovers when it is back', async () => {
-    await fixture.stack.stopService('postgres');
-    const started = Date.now();
-    const response = await send('/v1/chat', { key: apiKey, body: '{"message": "hi"}' });
-    expect(response.status).toBe(503);
-    expect(await errorOf(response)).toEqual({
-      code: 'unavailable',
-      message: 'the gateway cannot reach its database',
-    });
-    expect(Date.now() - started).toBeLessThan(5_000);
-
-    await fixture.stack.startDatabase();
-    const recovered = await waitFor(
-      async () => {
-        const retry = await send('/v1/chat', { key: apiKey, body: '{"message": "back?"}' });
-        return retry.status === 200 ? retry : undefined;
-      },
-      { timeoutMs: 20_000, what: 'the stack to recover' },
-    );
     expect(recovered.status).toBe(200);
   });
 });

@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { CreateUserResponse } from '@jarvis/contracts';
 import {
+  defaultTestDatabaseEngine,
   type FakeLlm,
   makeTempDir,
   NATS_URL,
   REDIS_URL,
   Stack,
   startFakeLlm,
+  startTestDatabase,
+  type TestDatabaseEngine,
   uniqueNamespace,
 } from '@jarvis/testkit';
 
@@ -19,19 +22,34 @@ export type StackFixture = {
   close(): Promise<void>;
 };
 
-// The whole product as a user runs it: six service processes, the embedded Postgres on disk
-// (or the real Postgres at `databaseUrl`: benches only, tests never share a database), the
+export type StackFixtureOptions = {
+  // A database the benches were given, used as it is; tests never share one.
+  databaseUrl?: string | undefined;
+  // Which engine holds the stack's fresh database when no databaseUrl is given: by default the
+  // server at DATABASE_URL (a database of its own, dropped on close) when it is set, otherwise
+  // the embedded Postgres as its own process, as `make dev` runs it.
+  engine?: TestDatabaseEngine;
+  cpuProfileDir?: string | undefined;
+};
+
+// The whole product as a user runs it: six service processes, a database of its own, the
 // machine's NATS and Redis, and the fake LLM behind the OpenAI-compatible provider.
 export async function startStackFixture(
   extraEnv: Record<string, string> = {},
-  options: { databaseUrl?: string | undefined; cpuProfileDir?: string | undefined } = {},
+  options: StackFixtureOptions = {},
 ): Promise<StackFixture> {
+  const engine = options.engine ?? defaultTestDatabaseEngine();
+  const database =
+    !options.databaseUrl && engine === 'server'
+      ? await startTestDatabase({ engine: 'server' })
+      : undefined;
+  const databaseUrl = options.databaseUrl ?? database?.url;
   const fake = await startFakeLlm();
   const dataDir = await makeTempDir('e2e');
   const adminKey = `admin-${randomBytes(24).toString('hex')}`;
   const stack = new Stack({
     dataDir: dataDir.path,
-    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(databaseUrl ? { databaseUrl } : {}),
     // Each service writes its CPU profile there when it stops.
     ...(options.cpuProfileDir
       ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] }
@@ -56,7 +74,14 @@ export async function startStackFixture(
       ? { onLine: (name: string, line: string) => process.stdout.write(`${name} | ${line}\n`) }
       : {}),
   });
-  await stack.start();
+  try {
+    await stack.start();
+  } catch (error) {
+    await database?.stop();
+    await fake.close();
+    await dataDir.remove();
+    throw error;
+  }
 
   const post = (path: string, apiKey: string, body: unknown) =>
     fetch(`${stack.gatewayUrl}${path}`, {
@@ -77,6 +102,7 @@ export async function startStackFixture(
     chat: (apiKey, body) => post('/v1/chat', apiKey, body),
     async close() {
       await stack.stop();
+      await database?.stop();
       await fake.close();
       await dataDir.remove();
     },

@@ -20,7 +20,8 @@ export type StackOptions = {
   env: Record<string, string>;
   // Folder of the embedded Postgres; ignored when databaseUrl is set.
   dataDir: string;
-  // A real Postgres; without it the stack runs the embedded one as its own process.
+  // A database on a PostgreSQL server, which the stack uses but does not own (it cannot stop
+  // it); without it the stack runs the embedded one as its own process.
   databaseUrl?: string;
   // Fixed ports (make dev); without them free ports are picked (tests).
   ports?: Partial<Record<ServiceName | 'postgres', number>>;
@@ -79,6 +80,9 @@ export class Stack {
   // binds, and readiness would then be asked of that other process. A restart keeps the port,
   // as the other services hold it (Postgres') and tests hold the gateway's URL.
   async startDatabase(): Promise<void> {
+    if (this.options.databaseUrl) {
+      throw new Error('this stack uses the database at databaseUrl and runs none of its own');
+    }
     const managed = this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
       EMBEDDED_PG_DIR: this.options.dataDir,
       EMBEDDED_PG_PORT: String(this.ports.get('postgres') ?? 0),

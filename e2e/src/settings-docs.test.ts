@@ -60,3 +60,11 @@ describe('documented settings', () => {
     expect(names.filter((name) => !known.has(name))).toEqual([]);
   });
 });
+
+describe('the README', () => {
+  // It is for users: the measurement diary, the full route and settings tables and the search
+  // algorithm live in docs/ and the services' READMEs, where it links.
+  it('stays short', () => {
+    expect(read('README.md').split('\n').length).toBeLessThanOrEqual(250);
+  });
+});

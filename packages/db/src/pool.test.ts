@@ -237,29 +237,32 @@ describe('withTransaction when the database goes away', () => {
   });
 });
 
-// The embedded Postgres ignores statement timeouts, so they are tested on the real server that
-// CI and every development machine run.
-const REAL_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+// The embedded Postgres ignores statement timeouts, so they are tested on a real server: this
+// file's own database when the suite runs on one (DATABASE_URL), otherwise the PostgreSQL that
+// every development machine runs.
+const MACHINE_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const STATEMENT_TIMEOUT_MS = 300;
 const BATCH_STATEMENT_TIMEOUT_MS = 3_000;
 const QUERY_CANCELED = '57014';
 
 describe('statement timeouts on a real Postgres', () => {
   let pool: Pool;
+  let realPostgresUrl: string;
 
   beforeAll(async () => {
-    const probe = new pg.Client({ connectionString: REAL_POSTGRES_URL });
+    realPostgresUrl = database.engine === 'server' ? database.url : MACHINE_POSTGRES_URL;
+    const probe = new pg.Client({ connectionString: realPostgresUrl });
     try {
       await probe.connect();
     } catch (error) {
       throw new Error(
-        `these tests need PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth), as CI starts it: ${error}`,
+        `these tests need a real PostgreSQL: DATABASE_URL (infra/ci/postgres17.sh start), or else one on 127.0.0.1:5432 (user postgres, trust auth): ${error}`,
       );
     } finally {
       await probe.end().catch(() => {});
     }
     pool = createPool({
-      url: REAL_POSTGRES_URL,
+      url: realPostgresUrl,
       applicationName: 'pool-timeout-test',
       max: 2,
       warm: 0,
@@ -312,7 +315,7 @@ describe('statement timeouts on a real Postgres', () => {
 
   it('still bounds batch work by its own timeout', async () => {
     const short = createPool({
-      url: REAL_POSTGRES_URL,
+      url: realPostgresUrl,
       applicationName: 'pool-timeout-test',
       max: 1,
       warm: 0,
@@ -330,7 +333,7 @@ describe('statement timeouts on a real Postgres', () => {
 
   it('leaves a pool without a timeout unlimited, batch work included', async () => {
     const unlimited = createPool({
-      url: REAL_POSTGRES_URL,
+      url: realPostgresUrl,
       applicationName: 'pool-timeout-test',
       max: 1,
       warm: 0,

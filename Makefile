@@ -35,6 +35,11 @@ dev: install ## Run the six services as local processes (embedded Postgres, loca
 	pnpm run dev
 
 test: preflight install ## Lint, typecheck, validate the compose files, and run every test
+	@if [ -n "$${DATABASE_URL:-}" ]; then \
+		echo "tests run on the PostgreSQL server at DATABASE_URL, a fresh database per test file; unset it for the embedded PGlite"; \
+	else \
+		echo "tests run on the embedded PGlite; for PostgreSQL 17 + pgvector (production's engine): sudo infra/ci/postgres17.sh start, then DATABASE_URL=\$$(infra/ci/postgres17.sh url) make test"; \
+	fi
 	pnpm test
 
 bench: install ## Run the benchmarks; figures are printed and written to bench-results/

@@ -92,3 +92,21 @@ export type Env = z.infer<typeof Env>;
 export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
   return parseEnv(Env, source);
 }
+
+// The backup tool's own settings (`make backup`, `make restore`).
+const BackupEnv = z.object({
+  // The database to back up or restore into; unset: `make dev`'s embedded Postgres.
+  DATABASE_URL: z.string().optional(),
+  // Folder of `make dev`'s embedded Postgres, opened directly when its server is not running.
+  EMBEDDED_PG_DIR: z.string().default('.data/postgres'),
+  // Encrypts a backup, and decrypts an encrypted one; unset: the backup is written in the clear.
+  JARVIS_BACKUP_PASSPHRASE: z
+    .string()
+    .min(12, 'JARVIS_BACKUP_PASSPHRASE must be at least 12 characters')
+    .optional(),
+});
+type BackupEnv = z.infer<typeof BackupEnv>;
+
+export function loadBackupEnv(source: Record<string, string | undefined> = process.env): BackupEnv {
+  return parseEnv(BackupEnv, source);
+}

@@ -1,0 +1,149 @@
+import { migrate } from '@jarvis/db';
+import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The migrations of the previous release (commit 30531fa), listed rather than taken from git:
+// a database as that release left it, bookkeeping without checksums included.
+const PREVIOUS_RELEASE: Record<string, { service: string; files: string[] }> = {
+  gateway: { service: 'gateway', files: ['001_users.sql', '002_key_names.sql'] },
+  orchestrator: {
+    service: 'orchestrator',
+    files: [
+      '001_runs.sql',
+      '002_steps.sql',
+      '003_approvals.sql',
+      '004_time_zone.sql',
+      '005_missions.sql',
+    ],
+  },
+  memory: {
+    service: 'memory',
+    files: [
+      '001_messages.sql',
+      '002_search.sql',
+      '003_files.sql',
+      '004_documents.sql',
+      '005_facts.sql',
+      '006_summaries.sql',
+      '007_forget.sql',
+      '008_extractions.sql',
+      '009_dense.sql',
+      '010_index_queue.sql',
+      '011_fact_embeddings.sql',
+      '012_gin_without_pending_list.sql',
+      '013_index_hold.sql',
+    ],
+  },
+  model_gateway: { service: 'model-gateway', files: ['001_usage.sql'] },
+  scheduler: { service: 'scheduler', files: ['001_jobs.sql'] },
+};
+
+const USER = '00000000-0000-4000-8000-000000000001';
+const CONVERSATION = '00000000-0000-4000-8000-000000000002';
+const MESSAGE = '00000000-0000-4000-8000-000000000003';
+const RUN = '00000000-0000-4000-8000-000000000004';
+
+function migrationsOf(service: string): URL {
+  return new URL(`../../services/${service}/migrations/`, import.meta.url);
+}
+
+// What the previous release stored, read back the same way before and after the upgrade.
+const CONTENTS = `
+  SELECT json_build_object(
+    'users', (SELECT json_agg(json_build_object('name', name)) FROM gateway.users),
+    'keys', (SELECT json_agg(json_build_object('prefix', prefix, 'name', name)) FROM gateway.api_keys),
+    'messages', (SELECT json_agg(json_build_object('seq', seq, 'content', content) ORDER BY seq)
+                   FROM memory.messages),
+    'facts', (SELECT json_agg(content) FROM memory.facts),
+    'files', (SELECT json_agg(json_build_object('path', path, 'content', content)) FROM memory.files),
+    'runs', (SELECT json_agg(json_build_object('status', status, 'reply', reply_content))
+               FROM orchestrator.runs),
+    'usage', (SELECT json_agg(json_build_object('tokens', input_tokens, 'cost', cost_usd::text))
+                FROM model_gateway.usage_daily)
+  ) AS contents`;
+
+describe('upgrading a database from the previous release', () => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await startTestDatabase();
+  });
+
+  afterAll(async () => {
+    await database?.stop();
+  });
+
+  it('keeps every row the previous release stored, and fills what the new migrations add', async () => {
+    const { pool } = database;
+    for (const [schema, { service, files }] of Object.entries(PREVIOUS_RELEASE)) {
+      await migrate(pool, { schema, directory: migrationsOf(service), only: new Set(files) });
+      await pool.query(`ALTER TABLE ${schema}.schema_migrations DROP COLUMN checksum`);
+    }
+    await pool.query(`INSERT INTO gateway.users (id, name) VALUES ($1, 'alice')`, [USER]);
+    await pool.query(
+      `INSERT INTO gateway.api_keys (id, user_id, prefix, key_hash, scope, name)
+       VALUES (gen_random_uuid(), $1, 'jv_abc', 'hash', 'user', 'laptop')`,
+      [USER],
+    );
+    await pool.query(
+      `INSERT INTO memory.conversations (id, user_id, is_default) VALUES ($2, $1, true)`,
+      [USER, CONVERSATION],
+    );
+    await pool.query(
+      `INSERT INTO memory.messages (id, user_id, conversation_id, role, content, created_at)
+       VALUES ($3, $1, $2, 'user', 'my sister is called Ana', '2026-11-01T10:00:00Z'),
+              (gen_random_uuid(), $1, $2, 'assistant', 'Noted.', '2026-11-01T10:00:01Z')`,
+      [USER, CONVERSATION, MESSAGE],
+    );
+    await pool.query(
+      `INSERT INTO memory.facts (id, user_id, content) VALUES (gen_random_uuid(), $1, 'Sister: Ana')`,
+      [USER],
+    );
+    await pool.query(
+      `INSERT INTO memory.files (id, user_id, path, content)
+       VALUES (gen_random_uuid(), $1, 'notes/lisbon.md', 'Trip in May')`,
+      [USER],
+    );
+    await pool.query(
+      `INSERT INTO orchestrator.runs (id, turn_id, user_id, conversation_id, user_message_id,
+                                      status, reply_content, created_at)
+       VALUES ($4, gen_random_uuid(), $1, $2, $3, 'completed', 'Noted.', '2026-11-01T10:00:00Z')`,
+      [USER, CONVERSATION, MESSAGE, RUN],
+    );
+    await pool.query(
+      `INSERT INTO model_gateway.usage_daily (day, user_id, provider, model, purpose,
+                                              input_tokens, cost_usd, requests)
+       VALUES ('2026-11-01', $1, 'openai', 'gpt', 'chat', 1200, 0.012345678, 1)`,
+      [USER],
+    );
+    const before = (await pool.query(CONTENTS)).rows[0];
+    expect(Object.values(before.contents).every((rows) => Array.isArray(rows))).toBe(true);
+
+    const upgraded: Record<string, string[]> = {};
+    for (const [schema, { service }] of Object.entries(PREVIOUS_RELEASE)) {
+      upgraded[schema] = await migrate(pool, { schema, directory: migrationsOf(service) });
+    }
+
+    expect(upgraded).toEqual({
+      gateway: [],
+      orchestrator: ['006_turn_submissions.sql'],
+      memory: ['014_import_batches.sql'],
+      model_gateway: [],
+      scheduler: [],
+    });
+    expect((await pool.query(CONTENTS)).rows[0]).toEqual(before);
+    // The new migration's data step: the run takes its message's time as its place in line.
+    const run = await pool.query(
+      'SELECT user_message_at = created_at AS "isFilled" FROM orchestrator.runs WHERE id = $1',
+      [RUN],
+    );
+    expect(run.rows).toEqual([{ isFilled: true }]);
+    // Every migration, old and new, now has its checksum.
+    for (const schema of Object.keys(PREVIOUS_RELEASE)) {
+      const missing = await pool.query(
+        `SELECT name FROM ${schema}.schema_migrations WHERE checksum IS NULL`,
+      );
+      expect(missing.rows, schema).toEqual([]);
+    }
+  });
+});

@@ -58,3 +58,44 @@ key: ## Create a user and print its API key: make key NAME=alice
 	else \
 		pnpm --filter @jarvis/gateway run --silent key "$(NAME)"; \
 	fi
+
+# All state in one file (docs/backup.md): the compose stack's Postgres when its container exists,
+# else make dev's database (DATABASE_URL, or the embedded one in .data/postgres).
+OUT ?= backups/jarvis-$(BACKUP_STAMP).backup
+BACKUP_STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
+FILE ?=
+EMBEDDED_PG_DIR ?= $(CURDIR)/.data/postgres
+APP_SERVICES := gateway orchestrator memory model-gateway tools scheduler
+.PHONY: backup restore
+
+backup: ## Write all state to one file: make backup [OUT=path] (JARVIS_BACKUP_PASSPHRASE encrypts it)
+	@mkdir -p "$(dir $(OUT))"; umask 077; \
+	cli=(node dist/backup-cli.js backup); pass=(-e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE"); \
+	if docker compose ps --status running -q gateway 2>/dev/null | grep -q .; then \
+		docker compose exec -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
+	elif docker compose ps --status running -q postgres 2>/dev/null | grep -q .; then \
+		docker compose run --rm --no-deps -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
+	else \
+		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent backup \
+			--out "$(abspath $(OUT))" || exit 1; \
+	fi; echo "backup written to $(OUT)"
+
+# Compose: the services stop, the restore runs in a one-off gateway container with this
+# checkout's migrations, and the stack starts again (each service then finds its schema current).
+restore: ## Restore a backup into a fresh install: make restore FILE=path [FORCE=1]
+	@if [ -z "$(FILE)" ]; then echo "usage: make restore FILE=<backup file> [FORCE=1]" >&2; exit 64; fi
+	@if docker compose ps -a -q postgres 2>/dev/null | grep -q .; then \
+		docker compose stop $(APP_SERVICES) && docker compose up -d postgres || exit 1; \
+		for attempt in $$(seq 60); do \
+			docker compose exec -T postgres pg_isready -q -h 127.0.0.1 && break; sleep 2; \
+		done; \
+		docker compose run --rm --no-deps -T -e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE" \
+			-v "$(CURDIR)/services:/jarvis-services:ro" gateway node dist/backup-cli.js restore - \
+			--migrations /jarvis-services $(if $(FORCE),--force) < "$(FILE)" || exit 1; \
+		docker compose up -d; \
+	else \
+		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent restore \
+			"$(abspath $(FILE))" $(if $(FORCE),--force); \
+	fi

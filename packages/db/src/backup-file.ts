@@ -59,7 +59,7 @@ const BackupHeader = z.object({
   createdAt: z.string(),
   encryption: Encryption.nullable(),
 });
-export type BackupHeader = z.infer<typeof BackupHeader>;
+type BackupHeader = z.infer<typeof BackupHeader>;
 
 // The file cannot be used: damaged, not a backup, or the wrong passphrase. Nothing was touched.
 export class BackupFileError extends Error {

@@ -6,7 +6,7 @@ NAME ?=
 PNPM_VERSION := $(shell node -p "require('./package.json').packageManager.split('@')[1]" 2>/dev/null)
 export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
-.PHONY: help install up down logs dev test bench key lint build
+.PHONY: help install up down logs dev test bench key lint build images
 
 help: ## List the commands
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,20 @@ lint: install ## Lint and format-check everything
 
 build: install ## Build every service
 	pnpm run build
+
+SERVICES := gateway orchestrator memory model-gateway tools scheduler
+# More flags for the image builder, e.g. IMAGE_BUILD_FLAGS=--network=host.
+IMAGE_BUILD_FLAGS ?=
+# Docker where an engine answers; otherwise podman, in Docker's image format (the OCI format
+# drops HEALTHCHECK).
+images: ## Build the six service images, tagged jarvis/<service>:local (Docker, or else podman)
+	@if docker info >/dev/null 2>&1; then build=(docker build); \
+	else build=(podman build --format docker); fi; \
+	for service in $(SERVICES); do \
+		echo "building jarvis/$$service:local"; \
+		"$${build[@]}" --quiet $(IMAGE_BUILD_FLAGS) -f services/$$service/Dockerfile \
+			-t jarvis/$$service:local . >/dev/null || exit 1; \
+	done
 
 key: ## Create a user and print its API key: make key NAME=alice
 	@if [ -z "$(NAME)" ]; then echo "usage: make key NAME=<user name>" >&2; exit 64; fi

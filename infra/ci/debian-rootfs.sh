@@ -32,13 +32,34 @@ mirror=${mirror:-http://deb.debian.org/debian}
 
 rm -rf "$dir.partial"
 mkdir -p "$(dirname "$dir")"
-debootstrap --variant=minbase ${packages:+--include="$packages"} "$suite" "$dir.partial" "$mirror" \
-  >"$dir.debootstrap.log" 2>&1 || {
+debootstrap --variant=minbase "$suite" "$dir.partial" "$mirror" >"$dir.debootstrap.log" 2>&1 || {
   tail -n 20 "$dir.debootstrap.log" >&2
   exit 1
 }
 # Packages installed later inside it come from the same archive.
 echo "deb $mirror $suite main" >"$dir.partial/etc/apt/sources.list"
+# The packages go in with apt inside it rather than debootstrap's --include, whose resolver
+# misses dependencies that apt finds (trixie's npm fails to configure that way). No service is
+# started inside (policy-rc.d), and /proc is there for the maintainer scripts.
+if [ $# -gt 0 ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$dir.partial/usr/sbin/policy-rc.d"
+  chmod +x "$dir.partial/usr/sbin/policy-rc.d"
+  mount -t proc proc "$dir.partial/proc"
+  trap 'umount "$dir.partial/proc" 2>/dev/null || true' EXIT
+  {
+    chroot "$dir.partial" apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive chroot "$dir.partial" \
+        apt-get install -y -qq --no-install-recommends "$@" &&
+      chroot "$dir.partial" apt-get clean
+  } >>"$dir.debootstrap.log" 2>&1 || {
+    tail -n 20 "$dir.debootstrap.log" >&2
+    exit 1
+  }
+  umount "$dir.partial/proc"
+  trap - EXIT
+  rm -f "$dir.partial/usr/sbin/policy-rc.d"
+  rm -rf "$dir.partial/var/lib/apt/lists/"*
+fi
 echo "$stamp" >"$dir.partial/.jarvis-rootfs"
 rm -rf "$dir"
 mv "$dir.partial" "$dir"

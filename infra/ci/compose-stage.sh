@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# CI's container stage: builds the six service images and runs the stack in containers the way
+# users run it (compose.yaml), with infra/ci/compose.ci.yaml on top, then checks that
+#   every container turns healthy; a chat turn answers; a service killed with kill -9 is
+#   restarted by its policy and turns healthy again; down then up keeps the conversation;
+#   compose.prod.yaml resolves on top of compose.yaml.
+# Prints one line per check and its timings, and fails if any check fails. Runs as root on a
+# Debian machine (podman and docker-compose 1.29 through podman's socket, infra/ci/podman-setup.sh);
+# cleans up after itself: containers, volumes, network, socket.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+project=jarvis-ci
+port=${CI_GATEWAY_PORT:-18080}
+gateway=http://127.0.0.1:$port
+# Long enough for a first start on 2 busy cores (migrations, Chromium's first launch).
+healthy_within=${CI_HEALTHY_WITHIN_SECONDS:-240}
+
+step_started=$SECONDS
+# step NAME: prints how long the step before it took.
+step() {
+  local now=$SECONDS
+  if [ -n "${step_name:-}" ]; then
+    printf -- '--- %s: %ds\n' "$step_name" "$((now - step_started))"
+  fi
+  step_name=$1
+  step_started=$now
+}
+
+failed=0
+# check DESCRIPTION COMMAND...: one line per check; the command's output is shown when it fails.
+check() {
+  local description=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    printf 'ok   %s%s\n' "$description" "${out:+ ($out)}"
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s\n' "$description"
+    printf '%s\n' "$out" | tail -n 30 | sed 's/^/       /'
+  fi
+}
+
+step "podman"
+infra/ci/podman-setup.sh
+# shellcheck source=/dev/null
+source "$(infra/ci/podman-setup.sh env)"
+
+JARVIS_ADMIN_KEY=ci-admin-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export JARVIS_ADMIN_KEY CI_GATEWAY_PORT=$port
+compose=(docker-compose --compatibility -p "$project" -f compose.yaml -f infra/ci/compose.ci.yaml)
+
+cleanup() {
+  "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+  rm -f "${conversation_file:-}"
+  if [ -n "${created_env_prod:-}" ]; then rm -f .env.prod; fi
+  infra/ci/podman-setup.sh stop
+}
+trap cleanup EXIT
+
+step "base images"
+infra/ci/base-images.sh
+
+# Without DOCKER_HOST no Docker engine answers here, so make images takes its podman branch.
+# The builds' npm downloads use the host's network: podman's bridge has no route out on these
+# machines (the stack itself needs none).
+step "service images"
+env -u DOCKER_HOST make --no-print-directory images IMAGE_BUILD_FLAGS=--network=host
+podman build --quiet --format docker --network=host -f infra/ci/fake-llm.Dockerfile \
+  -t jarvis-ci/fake-llm:local . >/dev/null
+
+# The containers compose made for this project, one id a line.
+containers() {
+  podman ps -a -q --filter "label=com.docker.compose.project=$project"
+}
+
+# Waits until every container of the project reports healthy; prints how long it took.
+wait_healthy() {
+  local started=$SECONDS id status unhealthy
+  while :; do
+    unhealthy=""
+    for id in $(containers); do
+      status=$(podman inspect --format '{{.Name}} {{.State.Status}} {{.State.Health.Status}}' "$id")
+      [[ $status == *" running healthy" ]] || unhealthy+="$status; "
+    done
+    if [ -z "$unhealthy" ] && [ -n "$(containers)" ]; then
+      echo "$(containers | wc -l) containers in $((SECONDS - started)) s"
+      return 0
+    fi
+    if [ $((SECONDS - started)) -ge "$healthy_within" ]; then
+      echo "not healthy after ${healthy_within} s: $unhealthy"
+      for id in $(containers); do
+        podman logs --tail 5 "$id" 2>&1 | sed "s/^/$(podman inspect --format '{{.Name}}' "$id"): /"
+      done
+      return 1
+    fi
+    sleep 2
+  done
+}
+
+step "compose up"
+"${compose[@]}" up -d --no-build
+check "every container turns healthy" wait_healthy
+
+# api METHOD PATH [BODY]: the gateway's answer, with the admin key; fails on an HTTP error.
+api() {
+  curl -sS --fail-with-body -X "$1" -H "authorization: Bearer $JARVIS_ADMIN_KEY" \
+    -H 'content-type: application/json' ${3:+--data "$3"} "$gateway$2"
+}
+
+# A check runs in a subshell: what later checks need is kept in a file.
+conversation_file=$(mktemp)
+first_question="Please remember: the lighthouse keeper's cat is called Biscuit."
+# A check runs with errexit off (it is a condition), hence the explicit returns.
+chat_answers() {
+  local reply
+  reply=$(api POST /v1/chat "{\"message\": \"$first_question\"}") || {
+    echo "$reply"
+    return 1
+  }
+  printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["conversationId"])' \
+    >"$conversation_file" || return 1
+  printf '%s' "$reply" | python3 -c '
+import json, sys
+reply = json.load(sys.stdin)["reply"]["content"]
+if "Biscuit" not in reply:
+    sys.exit(f"reply does not answer the question: {reply!r}")
+print(f"reply: {reply[:60]!r}")'
+}
+
+step "chat"
+check "a chat turn answers (POST /v1/chat through the gateway)" chat_answers
+
+# Kills a service's main process (node, under the image's init) with SIGKILL, then waits for
+# its restart policy to start it again and for it to turn healthy.
+kill_and_restart() {
+  local service=$1 id pid node started restarts
+  id=$("${compose[@]}" ps -q "$service") || return 1
+  restarts=$(podman inspect --format '{{.RestartCount}}' "$id")
+  pid=$(podman inspect --format '{{.State.Pid}}' "$id")
+  node=$(pgrep -P "$pid" -x node || echo "$pid")
+  started=$SECONDS
+  kill -9 "$node" || return 1
+  while [ "$(podman inspect --format '{{.RestartCount}}' "$id")" = "$restarts" ]; do
+    if [ $((SECONDS - started)) -ge 60 ]; then
+      echo "not restarted within 60 s: $(podman inspect --format '{{.State.Status}}' "$id")"
+      return 1
+    fi
+    sleep 1
+  done
+  local restarted=$((SECONDS - started))
+  # Its healthcheck run now, not a status that may date from before the kill.
+  until podman healthcheck run "$id" >/dev/null 2>&1; do
+    if [ $((SECONDS - started)) -ge "$healthy_within" ]; then
+      echo "restarted, not healthy within ${healthy_within} s"
+      return 1
+    fi
+    sleep 1
+  done
+  echo "restarted after ${restarted} s, healthy after $((SECONDS - started)) s"
+}
+
+step "kill -9"
+check "orchestrator killed with kill -9 is restarted and turns healthy" kill_and_restart orchestrator
+check "a chat turn answers after the restart" chat_answers
+
+# Down (volumes kept) and up again: the conversation from before is still there.
+conversation_survives() {
+  local before
+  before=$(cat "$conversation_file")
+  [ -n "$before" ] || {
+    echo "no conversation to look for: the chat check failed"
+    return 1
+  }
+  "${compose[@]}" down >/dev/null 2>&1 || return 1
+  "${compose[@]}" up -d --no-build >/dev/null 2>&1 || return 1
+  wait_healthy >/dev/null || return 1
+  api GET "/v1/conversations/$before/messages" | python3 -c '
+import json, sys
+text = json.dumps(json.load(sys.stdin))
+question = sys.argv[1]
+if question not in text:
+    sys.exit(f"the earlier question is gone: {text[:300]}")
+print(f"{text.count(question)} copies of the earlier question listed")' "$first_question"
+}
+
+step "down and up"
+check "docker-compose down then up keeps the conversation" conversation_survives
+
+# compose.prod.yaml reads `env_file: .env.prod`: resolve it with the documented example unless a
+# real one exists (then that one, left untouched).
+created_env_prod=""
+if [ ! -f .env.prod ]; then
+  cp infra/prod.env.example .env.prod
+  created_env_prod=1
+fi
+prod_resolves() {
+  docker-compose --env-file .env.prod -f compose.yaml -f compose.prod.yaml config -q
+}
+check "compose.yaml + compose.prod.yaml resolve" prod_resolves
+
+step ""
+echo "image sizes:"
+podman images --format '  {{.Repository}}:{{.Tag}} {{.Size}}' |
+  grep -E 'jarvis/|jarvis-ci/fake|library/|pgvector' | sort
+if [ "$failed" -gt 0 ]; then
+  echo "container stage: $failed checks failed"
+  exit 1
+fi
+echo "container stage: every check passed"

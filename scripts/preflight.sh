@@ -79,6 +79,8 @@ else
     "redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no"
 fi
 
+# With DATABASE_URL the tests run on that server (the statement-timeout tests included); without
+# it on the embedded PGlite, and the statement-timeout tests need a real server at 127.0.0.1:5432.
 if [ -n "${DATABASE_URL:-}" ]; then
   postgres=$(host_port "$DATABASE_URL" 5432)
   if is_listening "$postgres"; then
@@ -88,16 +90,14 @@ if [ -n "${DATABASE_URL:-}" ]; then
       "sudo infra/ci/postgres17.sh start   # PostgreSQL 17 + pgvector, prints its DATABASE_URL" \
       "or unset DATABASE_URL to test on the embedded PGlite (docs/development.md)"
   fi
-fi
-# packages/db's statement-timeout tests need a real server at this fixed address, whatever
-# DATABASE_URL says.
-if is_listening 127.0.0.1:5432; then
+elif is_listening 127.0.0.1:5432; then
   ok "PostgreSQL on 127.0.0.1:5432 (the statement-timeout tests)"
 else
   lack "PostgreSQL on 127.0.0.1:5432, user postgres with trust auth (the statement-timeout tests)" \
     "apt-get install -y postgresql" \
     "in /etc/postgresql/*/main/pg_hba.conf: host all postgres 127.0.0.1/32 trust" \
-    "pg_ctlcluster \$(ls /etc/postgresql | sort -V | tail -n 1) main start"
+    "pg_ctlcluster \$(ls /etc/postgresql | sort -V | tail -n 1) main start" \
+    "or run them all on PostgreSQL 17: DATABASE_URL=\$(sudo infra/ci/postgres17.sh start)"
 fi
 
 if [ -x /usr/bin/chromium ]; then

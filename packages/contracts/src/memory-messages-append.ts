@@ -17,6 +17,10 @@ export type MemoryAppendRequest = z.infer<typeof MemoryAppendRequest>;
 
 export const MemoryAppendResponse = z.object({
   message: StoredMessage,
+  // The message's place in the order messages were stored (ascending, never reused): a
+  // conversation's turns are answered in this order. Timestamps cannot order them: two
+  // transactions' clocks are read before either stores its message.
+  seq: z.number().int().positive(),
   isDuplicate: z.boolean(),
 });
 export type MemoryAppendResponse = z.infer<typeof MemoryAppendResponse>;

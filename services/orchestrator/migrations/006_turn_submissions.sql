@@ -17,9 +17,13 @@ CREATE TABLE orchestrator.turn_submissions (
 CREATE INDEX turn_submissions_unqueued ON orchestrator.turn_submissions (user_id, created_at)
   WHERE queued_at IS NULL;
 
--- When the turn's user message was stored: turns of a conversation run in this order.
+-- When the turn's user message was stored, and its place in the order memory stored messages
+-- (memory.messages.seq): turns of a conversation run in that order. Runs from before this
+-- migration count as earliest.
 ALTER TABLE orchestrator.runs ADD COLUMN user_message_at timestamptz;
-UPDATE orchestrator.runs SET user_message_at = created_at WHERE kind = 'turn';
+ALTER TABLE orchestrator.runs ADD COLUMN user_message_seq bigint;
+UPDATE orchestrator.runs SET user_message_at = created_at, user_message_seq = 0
+  WHERE kind = 'turn';
 CREATE INDEX runs_unfinished_by_conversation
-  ON orchestrator.runs (conversation_id, user_message_at)
+  ON orchestrator.runs (conversation_id, user_message_seq)
   WHERE kind = 'turn' AND status IN ('queued', 'running');

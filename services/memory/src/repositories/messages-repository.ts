@@ -12,6 +12,8 @@ type MessageRow = {
 
 const COLUMNS = 'id, conversation_id, role, content, created_at';
 
+type SequencedRow = MessageRow & { seq: string };
+
 function toMessage(row: MessageRow): StoredMessage {
   return {
     id: row.id,
@@ -32,10 +34,12 @@ export type AppendedMessage = {
   idempotencyKey: string | undefined;
 };
 
+// `seq`: the message's position among all messages, the order its conversation's turns are
+// answered in (bigint, read as text by pg).
 export type AppendOutcome =
-  | { type: 'stored'; message: StoredMessage }
+  | { type: 'stored'; message: StoredMessage; seq: number }
   // A message with this idempotency key is already in the conversation.
-  | { type: 'duplicate'; message: StoredMessage }
+  | { type: 'duplicate'; message: StoredMessage; seq: number }
   // The conversation is not the user's (or not there); for the default conversation, another
   // statement created it while this one ran (see appendMessage).
   | { type: 'no_conversation' };
@@ -51,7 +55,7 @@ export async function appendQueuedMessage(
 ): Promise<AppendOutcome> {
   // The stored message's columns are all null when nothing was stored (the LEFT JOIN below).
   const { rows } = await db.query<
-    { found_conversation_id: string | null } & (MessageRow | { [K in keyof MessageRow]: null })
+    { found_conversation_id: string | null } & (SequencedRow | { [K in keyof SequencedRow]: null })
   >(
     `WITH made AS (
        INSERT INTO memory.conversations (id, user_id, is_default)
@@ -69,7 +73,7 @@ export async function appendQueuedMessage(
          (id, user_id, conversation_id, role, content, metadata, idempotency_key)
        SELECT $4, $2, conversation.id, $5, $6, $7, $8 FROM conversation
        ON CONFLICT (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING ${COLUMNS}
+       RETURNING ${COLUMNS}, seq
      ), queued AS (
        INSERT INTO memory.message_index_queue (message_id, user_id, conversation_id)
        SELECT id, $2, conversation_id FROM stored
@@ -90,15 +94,15 @@ export async function appendQueuedMessage(
   const row = rows[0];
   const conversationId = row?.found_conversation_id;
   if (!row || !conversationId) return { type: 'no_conversation' };
-  if (row.id !== null) return { type: 'stored', message: toMessage(row) };
-  const existing = await db.query<MessageRow>(
-    `SELECT ${COLUMNS} FROM memory.messages
+  if (row.id !== null) return { type: 'stored', message: toMessage(row), seq: Number(row.seq) };
+  const existing = await db.query<SequencedRow>(
+    `SELECT ${COLUMNS}, seq FROM memory.messages
      WHERE conversation_id = $1 AND idempotency_key = $2 AND user_id = $3`,
     [conversationId, message.idempotencyKey, message.userId],
   );
   const duplicate = existing.rows[0];
   if (!duplicate) throw new Error('idempotent insert found neither a new nor an existing row');
-  return { type: 'duplicate', message: toMessage(duplicate) };
+  return { type: 'duplicate', message: toMessage(duplicate), seq: Number(duplicate.seq) };
 }
 
 export type RecentMessage = StoredMessage & {
@@ -310,7 +314,7 @@ export async function listConversationMessages(
   limit: number,
   beforeSeq: number | undefined,
 ): Promise<SequencedMessage[]> {
-  const { rows } = await db.query<MessageRow & { seq: string }>(
+  const { rows } = await db.query<SequencedRow>(
     `SELECT ${COLUMNS}, seq FROM memory.messages
      WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
        AND ($3::bigint IS NULL OR seq < $3)

@@ -31,7 +31,11 @@ export async function appendMessage(
   }
   // Someone else's conversation answers exactly like a missing one.
   if (outcome.type === 'no_conversation') throw new BusError('not_found', 'conversation not found');
-  return { message: outcome.message, isDuplicate: outcome.type === 'duplicate' };
+  return {
+    message: outcome.message,
+    seq: outcome.seq,
+    isDuplicate: outcome.type === 'duplicate',
+  };
 }
 
 // Stores a past conversation's messages in order without running any turn. The conversation is

@@ -63,8 +63,12 @@ export type NewRun = {
   userId: string;
   conversationId: string;
   userMessageId: string;
-  // When memory stored the user message: the conversation's turns run in this order.
+  // When memory stored the user message: a submission recorded before it may still store an
+  // earlier message.
   userMessageAt: string;
+  // The user message's place in the order messages were stored: the conversation's turns run
+  // in this order.
+  userMessageSeq: number;
   traceId: string | undefined;
   timeZone: string | undefined;
 };
@@ -74,8 +78,8 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
   const inserted = await db.query<RunRow>(
     `INSERT INTO orchestrator.runs
        (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id, time_zone,
-        user_message_at)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)
+        user_message_at, user_message_seq)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
      ON CONFLICT (turn_id) DO NOTHING
      RETURNING *`,
     [
@@ -87,6 +91,7 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
       run.traceId ?? null,
       run.timeZone ?? null,
       run.userMessageAt,
+      run.userMessageSeq,
     ],
   );
   const row = inserted.rows[0];
@@ -124,7 +129,7 @@ export async function findTurnToRun(
          SELECT 1 FROM orchestrator.runs earlier
          WHERE earlier.conversation_id = r.conversation_id AND earlier.kind = 'turn'
            AND earlier.status IN ('queued', 'running')
-           AND (earlier.user_message_at, earlier.turn_id) < (r.user_message_at, r.turn_id))
+           AND earlier.user_message_seq < r.user_message_seq)
        OR EXISTS (
          SELECT 1 FROM orchestrator.turn_submissions submission
          WHERE submission.user_id = r.user_id AND submission.queued_at IS NULL

@@ -28,6 +28,7 @@ async function newRun(): Promise<{ id: string; userId: string }> {
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
     userMessageAt: new Date().toISOString(),
+    userMessageSeq: 1,
     traceId: undefined,
     timeZone: undefined,
   });

@@ -51,6 +51,7 @@ async function newRun() {
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
     userMessageAt: new Date().toISOString(),
+    userMessageSeq: 1,
     traceId: undefined,
     timeZone: undefined,
   });

@@ -94,6 +94,7 @@ function newRun(): NewRun {
     conversationId: randomUUID(),
     userMessageId: randomUUID(),
     userMessageAt: new Date().toISOString(),
+    userMessageSeq: 1,
     traceId: undefined,
     timeZone: undefined,
   };
@@ -241,12 +242,17 @@ describe('runTurn', () => {
   });
 
   it('waits while an earlier message of its conversation is unanswered, then runs', async () => {
-    const earlier = await insertRun(db.pool, newRun());
+    // Stored in this order, though the earlier message's transaction read the later clock: on a
+    // real Postgres two appends at once can do that, so the order is memory's, not the times'.
+    const earlier = await insertRun(db.pool, {
+      ...newRun(),
+      userMessageAt: new Date(Date.now() + 1_000).toISOString(),
+    });
     const later = await insertRun(db.pool, {
       ...newRun(),
       userId: earlier.userId,
       conversationId: earlier.conversationId,
-      userMessageAt: new Date(Date.now() + 1_000).toISOString(),
+      userMessageSeq: 2,
     });
     const turn = {
       turnId: later.turnId,

@@ -25,7 +25,7 @@ let redis: Redis;
 let deps: SubmitDeps;
 // What the stand-in for memory stored, by idempotency key: an append of a key stored before
 // answers the message stored then, as memory's does.
-const stored = new Map<string, StoredMessage>();
+const stored = new Map<string, { message: StoredMessage; seq: number }>();
 
 beforeAll(async () => {
   db = await startTestDatabase();
@@ -39,7 +39,7 @@ beforeAll(async () => {
   memory.serve(memoryAppend, async (request) => {
     const key = request.idempotencyKey ?? randomUUID();
     const existing = stored.get(key);
-    if (existing) return { message: existing, isDuplicate: true };
+    if (existing) return { ...existing, isDuplicate: true };
     const message: StoredMessage = {
       id: randomUUID(),
       conversationId: request.conversationId ?? randomUUID(),
@@ -47,8 +47,9 @@ beforeAll(async () => {
       content: request.content,
       createdAt: new Date().toISOString(),
     };
-    stored.set(key, message);
-    return { message, isDuplicate: false };
+    const seq = stored.size + 1;
+    stored.set(key, { message, seq });
+    return { message, seq, isDuplicate: false };
   });
   await memory.nc.flush();
   await ensureWorkQueue(bus, turnRequested, {
@@ -122,8 +123,8 @@ describe('submitTurn', () => {
 
     expect(again).toEqual(first);
     expect(error.code).toBe('idempotency_key_reused');
-    expect(stored.get(`turn:${request.turnId}:user`)?.content).toBe('what is on today?');
-    expect([...stored.values()].some((message) => message.content === 'something else')).toBe(
+    expect(stored.get(`turn:${request.turnId}:user`)?.message.content).toBe('what is on today?');
+    expect([...stored.values()].some((entry) => entry.message.content === 'something else')).toBe(
       false,
     );
   });
@@ -147,7 +148,7 @@ describe('submitTurn', () => {
       const run = await waitFor(() => findRunByTurn(db.pool, request.userId, request.turnId));
       expect(run).toMatchObject({
         status: 'queued',
-        userMessageId: stored.get(`turn:${request.turnId}:user`)?.id,
+        userMessageId: stored.get(`turn:${request.turnId}:user`)?.message.id,
       });
       const { rows } = await waitFor(async () => {
         const found = await db.pool.query<{ request: unknown }>(

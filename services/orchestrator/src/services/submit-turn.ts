@@ -70,7 +70,7 @@ export async function queueTurn(
       if (isNothingStored(error, isNew)) await deleteSubmission(deps.pool, request.turnId);
       throw error;
     });
-  const { message } = appended;
+  const { message, seq } = appended;
   deps.onStep?.('message_stored');
   const run = await insertRun(deps.pool, {
     id: randomUUID(),
@@ -79,6 +79,7 @@ export async function queueTurn(
     conversationId: message.conversationId,
     userMessageId: message.id,
     userMessageAt: message.createdAt,
+    userMessageSeq: seq,
     traceId: activeTraceId(),
     timeZone: request.timeZone,
   });

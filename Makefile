@@ -1,6 +1,9 @@
 # Jarvis: common commands. `make help` lists them.
 SHELL := /bin/bash
 NAME ?=
+# How the stack is driven: Docker Compose v2 by default; `make backup COMPOSE="docker-compose -p
+# name -f compose.yaml -f other.yaml"` points the targets at another project (CI does).
+COMPOSE ?= docker compose
 # pnpm at package.json's packageManager version. Where the pnpm on PATH is another version (or
 # there is none), `make install` puts that one in .tools/, which comes first on PATH here.
 PNPM_VERSION := $(shell node -p "require('./package.json').packageManager.split('@')[1]" 2>/dev/null)
@@ -23,13 +26,13 @@ preflight: ## Check what the tests need besides Node (NATS, Redis, PostgreSQL, C
 	@bash scripts/preflight.sh
 
 up: ## Run the whole stack in Docker (Traefik on https://localhost)
-	docker compose up -d --build
+	$(COMPOSE) up -d --build
 
 down: ## Stop the Docker stack (data volumes are kept)
-	docker compose down
+	$(COMPOSE) down
 
 logs: ## Follow the Docker stack's logs
-	docker compose logs -f --tail=200
+	$(COMPOSE) logs -f --tail=200
 
 dev: install ## Run the six services as local processes (embedded Postgres, local NATS and Redis)
 	pnpm run dev
@@ -67,8 +70,8 @@ images: ## Build the six service images, tagged jarvis/<service>:local (Docker, 
 
 key: ## Create a user and print its API key: make key NAME=alice
 	@if [ -z "$(NAME)" ]; then echo "usage: make key NAME=<user name>" >&2; exit 64; fi
-	@if docker compose ps --status running -q gateway 2>/dev/null | grep -q .; then \
-		docker compose exec gateway node dist/create-key.js "$(NAME)"; \
+	@if $(COMPOSE) exec -T gateway true >/dev/null 2>&1; then \
+		$(COMPOSE) exec gateway node dist/create-key.js "$(NAME)"; \
 	else \
 		pnpm --filter @jarvis/gateway run --silent key "$(NAME)"; \
 	fi
@@ -85,11 +88,11 @@ APP_SERVICES := gateway orchestrator memory model-gateway tools scheduler
 backup: ## Write all state to one file: make backup [OUT=path] (JARVIS_BACKUP_PASSPHRASE encrypts it)
 	@mkdir -p "$(dir $(OUT))"; umask 077; \
 	cli=(node dist/backup-cli.js backup); pass=(-e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE"); \
-	if docker compose ps --status running -q gateway 2>/dev/null | grep -q .; then \
-		docker compose exec -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+	if $(COMPOSE) exec -T gateway true >/dev/null 2>&1; then \
+		$(COMPOSE) exec -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
 			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
-	elif docker compose ps --status running -q postgres 2>/dev/null | grep -q .; then \
-		docker compose run --rm --no-deps -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+	elif $(COMPOSE) exec -T postgres true >/dev/null 2>&1; then \
+		$(COMPOSE) run --rm --no-deps -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
 			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
 	else \
 		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent backup \
@@ -100,15 +103,15 @@ backup: ## Write all state to one file: make backup [OUT=path] (JARVIS_BACKUP_PA
 # checkout's migrations, and the stack starts again (each service then finds its schema current).
 restore: ## Restore a backup into a fresh install: make restore FILE=path [FORCE=1]
 	@if [ -z "$(FILE)" ]; then echo "usage: make restore FILE=<backup file> [FORCE=1]" >&2; exit 64; fi
-	@if docker compose ps -a -q postgres 2>/dev/null | grep -q .; then \
-		docker compose stop $(APP_SERVICES) && docker compose up -d postgres || exit 1; \
+	@if $(COMPOSE) ps -a -q postgres 2>/dev/null | grep -q .; then \
+		$(COMPOSE) stop $(APP_SERVICES) && $(COMPOSE) up -d postgres || exit 1; \
 		for attempt in $$(seq 60); do \
-			docker compose exec -T postgres pg_isready -q -h 127.0.0.1 && break; sleep 2; \
+			$(COMPOSE) exec -T postgres pg_isready -q -h 127.0.0.1 && break; sleep 2; \
 		done; \
-		docker compose run --rm --no-deps -T -e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE" \
+		$(COMPOSE) run --rm --no-deps -T -e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE" \
 			-v "$(CURDIR)/services:/jarvis-services:ro" gateway node dist/backup-cli.js restore - \
 			--migrations /jarvis-services $(if $(FORCE),--force) < "$(FILE)" || exit 1; \
-		docker compose up -d; \
+		$(COMPOSE) up -d; \
 	else \
 		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent restore \
 			"$(abspath $(FILE))" $(if $(FORCE),--force); \

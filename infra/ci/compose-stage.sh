@@ -3,7 +3,8 @@
 # users run it (compose.yaml), with infra/ci/compose.ci.yaml on top, then checks that
 #   every container turns healthy; a chat turn answers; a service killed with kill -9 is
 #   restarted by its policy and turns healthy again; down then up keeps the conversation;
-#   compose.prod.yaml resolves on top of compose.yaml.
+#   make backup, down -v and make restore bring it back; compose.prod.yaml resolves on top of
+#   compose.yaml.
 # Prints one line per check and its timings, and fails if any check fails. Runs as root on a
 # Debian machine (podman and docker-compose 1.29 through podman's socket, infra/ci/podman-setup.sh);
 # cleans up after itself: containers, volumes, network, socket.
@@ -53,6 +54,7 @@ compose=(docker-compose --compatibility -p "$project" -f compose.yaml -f infra/c
 cleanup() {
   "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
   rm -f "${conversation_file:-}"
+  rm -rf "${backup_dir:-}"
   if [ -n "${created_env_prod:-}" ]; then rm -f .env.prod; fi
   infra/ci/podman-setup.sh stop
 }
@@ -186,6 +188,35 @@ print(f"{text.count(question)} copies of the earlier question listed")' "$first_
 
 step "down and up"
 check "docker-compose down then up keeps the conversation" conversation_survives
+
+# make backup, down -v (the volumes wiped), make restore into the fresh database, up: the
+# conversation is back, and the restore itself checks every table's row count against the backup.
+backup_round_trip() {
+  local before file restored
+  before=$(cat "$conversation_file")
+  file="$backup_dir/ci.backup"
+  make --no-print-directory backup COMPOSE="${compose[*]}" OUT="$file" 2>&1 | tail -n 3 || return 1
+  [ -s "$file" ] || return 1
+  "${compose[@]}" down -v >/dev/null 2>&1 || return 1
+  "${compose[@]}" up -d --no-build postgres >/dev/null 2>&1 || return 1
+  restored=$(make --no-print-directory restore COMPOSE="${compose[*]}" FILE="$file" 2>&1) || {
+    echo "$restored"
+    return 1
+  }
+  printf '%s\n' "$restored" | grep -iE 'rows|restored' | tail -n 3
+  wait_healthy >/dev/null || return 1
+  api GET "/v1/conversations/$before/messages" | grep -qF "$first_question" || {
+    echo "the conversation is not back after the restore"
+    return 1
+  }
+  echo "the conversation is back"
+}
+
+step "backup and restore"
+backup_dir=$(mktemp -d)
+JARVIS_BACKUP_PASSPHRASE=ci-backup-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export JARVIS_BACKUP_PASSPHRASE
+check "make backup, down -v, make restore into the fresh database: nothing lost" backup_round_trip
 
 # compose.prod.yaml reads `env_file: .env.prod`: resolve it with the documented example unless a
 # real one exists (then that one, left untouched).

@@ -9,8 +9,9 @@ export const EMBED_BATCH_MAX = 256;
 export const ModelEmbedRequest = z.object({
   userId: Id.optional(),
   texts: z.array(z.string().max(EMBED_TEXT_MAX_CHARS)).min(1).max(EMBED_BATCH_MAX),
-  // Ask for one model of the embed route (e.g. the one an index was built with); without it the
-  // first model that answers does, down to the built-in local embedder.
+  // Ask for one model of the embed route, as provider/model (e.g. the one an index was built
+  // with); without it the first model that answers does. None answering, or none configured, is
+  // a typed `unavailable` error: there are no stand-in vectors.
   model: z.string().min(1).max(200).optional(),
 });
 export type ModelEmbedRequest = z.input<typeof ModelEmbedRequest>;

@@ -64,8 +64,6 @@ const Env = z.object({
   MODEL_REDACTION: Switch.default('on'),
   // Prompt and reply text on GenAI spans; off by default, as it is the user's private data.
   MODEL_TELEMETRY_CONTENT: Switch.default('off'),
-  // Size of the built-in embedder's vectors.
-  LOCAL_EMBED_DIMENSIONS: z.coerce.number().int().min(16).max(4_096).default(384),
   // How long an embedding stays in the Redis cache.
   EMBED_CACHE_TTL_SECONDS: z.coerce
     .number()

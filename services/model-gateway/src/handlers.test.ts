@@ -515,20 +515,26 @@ describe('budgets', () => {
 });
 
 describe('model-gateway.embed', () => {
-  it('falls back to the built-in embedder when no embed model answers', async () => {
+  it('answers a typed unavailable error, never stand-in vectors, when no embed model answers', async () => {
     const { client } = await startGateway({
       OLLAMA_BASE_URL: 'http://127.0.0.1:9',
       MODEL_ROUTE_EMBED: 'ollama/nomic-embed-text',
-      LOCAL_EMBED_DIMENSIONS: '64',
       MODEL_RETRIES: '0',
     });
 
-    const reply = await client.request(modelEmbed, { texts: ['painting a cat', 'a cat painted'] });
+    const error = await catchBusError(client.request(modelEmbed, { texts: ['painting a cat'] }));
 
-    expect(reply).toMatchObject({ provider: 'local', model: 'local/hash-v1-64', dimensions: 64 });
-    const [a, b] = reply.vectors;
-    const cosine = (a ?? []).reduce((sum, value, index) => sum + value * (b?.[index] ?? 0), 0);
-    expect(cosine).toBeGreaterThan(0.5);
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toContain('ollama/nomic-embed-text');
+  });
+
+  it('answers a typed unavailable error when no embed model has credentials', async () => {
+    const { client } = await startGateway({ MODEL_ROUTE_EMBED: 'openai/text-embedding-3-small' });
+
+    const error = await catchBusError(client.request(modelEmbed, { texts: ['x'] }));
+
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toContain('MODEL_ROUTE_EMBED');
   });
 
   it.each([
@@ -561,14 +567,17 @@ describe('model-gateway.embed', () => {
   });
 
   it('answers with the model asked for, or says it is unknown', async () => {
-    const { client } = await startGateway({ LOCAL_EMBED_DIMENSIONS: '32', MODEL_ROUTE_EMBED: '' });
+    const { client } = await startGateway({
+      OLLAMA_BASE_URL: fake.url,
+      MODEL_ROUTE_EMBED: 'ollama/other-embed,ollama/fake-embed',
+    });
 
-    const reply = await client.request(modelEmbed, { texts: ['x'], model: 'local/hash-v1-32' });
+    const reply = await client.request(modelEmbed, { texts: ['x'], model: 'ollama/fake-embed' });
     const error = await catchBusError(
-      client.request(modelEmbed, { texts: ['x'], model: 'openai/nope' }),
+      client.request(modelEmbed, { texts: ['x'], model: 'local/hash-v1-384' }),
     );
 
-    expect(reply.dimensions).toBe(32);
+    expect(reply).toMatchObject({ model: 'ollama/fake-embed', dimensions: 16 });
     expect(error.code).toBe('bad_request');
   });
 });

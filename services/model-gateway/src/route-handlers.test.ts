@@ -123,12 +123,17 @@ describe('model-gateway.route', () => {
     expect(route.models[1]).not.toHaveProperty('coolingDownUntil');
   });
 
-  it('ends the embed route with the built-in embedder', async () => {
-    const { client } = await startGateway({});
+  it('lists only real embed models, none when none has credentials', async () => {
+    const configured = await startGateway({});
+    const none = await startGateway({ MODEL_ROUTE_EMBED: 'openai/text-embedding-3-small' });
 
-    const route = await client.request(modelRoute, { purpose: 'embed' });
+    const route = await configured.client.request(modelRoute, { purpose: 'embed' });
+    const empty = await none.client.request(modelRoute, { purpose: 'embed' });
 
-    expect(route.models.at(-1)).toMatchObject({ provider: 'local', model: 'hash-v1-384' });
+    expect(route.models).toEqual([
+      expect.objectContaining({ provider: 'ollama', model: 'nomic-embed-text' }),
+    ]);
+    expect(empty.models).toEqual([]);
   });
 
   it('refuses an unknown purpose at the edge', async () => {

@@ -5,7 +5,8 @@ import type { Purpose } from './config/model-config';
 import type { Routing } from './routing/create-routing';
 
 // model-gateway.route: a purpose's models in the order calls try them, as this replica routes
-// them (credentials, env overrides, the built-in embedder), with the providers cooling down now.
+// them (credentials, env overrides), with the providers cooling down now. For embed it is how
+// memory knows whether a real embedding model can answer, without embedding anything to find out.
 export function registerRouteHandlers(bus: Bus, routing: Routing): ReturnType<Bus['serve']>[] {
   return [bus.serve(modelRoute, ({ purpose }) => describeRoute(routing, purpose))];
 }

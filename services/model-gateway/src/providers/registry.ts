@@ -1,12 +1,11 @@
-import { createLocalProvider, LOCAL_PROVIDER } from '../embeddings/local-embedder';
 import type { Env } from '../env';
 import { createAnthropicProvider } from './anthropic';
 import { createOllamaProvider } from './ollama';
 import { createOpenAiCompatibleProvider } from './openai-compatible';
 import type { Provider } from './provider';
 
-// The providers this install can call: a cloud provider only with its credentials; Ollama and
-// the built-in embedder always (Ollama may still be unreachable, which the router handles).
+// The providers this install can call: a cloud provider only with its credentials; Ollama
+// always (it may still be unreachable, which the router handles).
 export function createProviders(env: Env): Map<string, Provider> {
   const providers = new Map<string, Provider>();
   if (env.ANTHROPIC_API_KEY) {
@@ -33,6 +32,5 @@ export function createProviders(env: Env): Map<string, Provider> {
     'ollama',
     createOllamaProvider({ baseUrl: env.OLLAMA_BASE_URL, numCtx: env.OLLAMA_NUM_CTX }),
   );
-  providers.set(LOCAL_PROVIDER, createLocalProvider(env.LOCAL_EMBED_DIMENSIONS));
   return providers;
 }

@@ -2,7 +2,6 @@ import type { Bus } from '@jarvis/bus';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { loadModelConfig, type ModelConfig } from '../config/model-config';
-import { LOCAL_MODEL, LOCAL_PROVIDER } from '../embeddings/local-embedder';
 import type { Env } from '../env';
 import { createProviders } from '../providers/registry';
 import type { GenAiMetrics } from '../telemetry/gen-ai';
@@ -48,19 +47,9 @@ export function createRouting(
       recordContent: env.MODEL_TELEMETRY_CONTENT === 'on',
     },
   };
-  // The built-in embedder always ends the embed route, so embedding never fails for want of a
-  // model; its name carries its size, since vectors of two sizes never share an index.
-  const local = `${LOCAL_PROVIDER}/${LOCAL_MODEL}-${env.LOCAL_EMBED_DIMENSIONS}`;
-  const embedRoute = config.routes.embed.filter((target) => target.provider !== LOCAL_PROVIDER);
-  embedRoute.push({
-    ref: local,
-    provider: LOCAL_PROVIDER,
-    model: `${LOCAL_MODEL}-${env.LOCAL_EMBED_DIMENSIONS}`,
-    info: { contextWindow: 1_000_000, inputUsdPerMTok: 0, outputUsdPerMTok: 0 },
-  });
   const embed: EmbedDeps = {
     ...chat,
-    route: embedRoute,
+    route: config.routes.embed,
     redis: deps.redis,
     namespace: deps.bus.namespace,
     cacheTtlSeconds: env.EMBED_CACHE_TTL_SECONDS,

@@ -4,7 +4,6 @@ import type { ModelEmbedRequest, ModelEmbedResponse } from '@jarvis/contracts';
 import { SpanKind, withSpan } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { costOf, type ModelTarget } from '../config/model-config';
-import { LOCAL_PROVIDER } from '../embeddings/local-embedder';
 import type { Provider } from '../providers/provider';
 import { ProviderError } from '../providers/provider-error';
 import { createRedactor } from '../redaction/redactor';
@@ -13,7 +12,7 @@ import type { RouterDeps } from './chat-router';
 import { withRetries } from './retry';
 
 export type EmbedDeps = Omit<RouterDeps, 'routes'> & {
-  // The embed route, ending with the built-in embedder.
+  // The embed route: real models only, so it may be empty.
   route: ModelTarget[];
   redis: Redis;
   namespace: string;
@@ -30,6 +29,13 @@ const CHARS_PER_TOKEN = 3;
 // Vectors for a batch of texts from the first embed model that answers. All vectors of one
 // reply come from one model, which the reply names, since vectors of two models do not compare.
 export async function routeEmbed(deps: EmbedDeps, request: Request): Promise<ModelEmbedResponse> {
+  // Before admission: a caller without a model learns it without a count against its user.
+  if (deps.route.length === 0) {
+    throw new BusError(
+      'unavailable',
+      'no embed model has credentials here (see MODEL_ROUTE_EMBED)',
+    );
+  }
   await deps.meter.admit(request.userId, 'embed');
   const route = request.model
     ? deps.route.filter((target) => target.ref === request.model)
@@ -93,10 +99,8 @@ async function embedWith(
 ): Promise<{ vectors: number[][]; inputTokens: number; cached: number }> {
   const embed = provider.embed;
   if (!embed) throw new ProviderError('not_found', `${provider.name} has no embed models`);
-  // The built-in embedder is cheaper to run than to look up.
-  const cacheable = provider.name !== LOCAL_PROVIDER;
   const keys = texts.map((text) => cacheKey(deps.namespace, target.ref, text));
-  const hits = cacheable ? await deps.redis.mgetBuffer(...keys) : texts.map(() => null);
+  const hits = await deps.redis.mgetBuffer(...keys);
   const vectors: (number[] | undefined)[] = hits.map((hit) => (hit ? fromBuffer(hit) : undefined));
   const missing = vectors.flatMap((vector, index) => (vector ? [] : [index]));
   let inputTokens = 0;
@@ -148,7 +152,7 @@ async function embedWith(
     inputTokens += result.inputTokens;
     for (const [offset, index] of indexes.entries()) vectors[index] = result.vectors[offset];
   }
-  if (cacheable && missing.length > 0 && deps.cacheTtlSeconds > 0) {
+  if (missing.length > 0 && deps.cacheTtlSeconds > 0) {
     const pipeline = deps.redis.pipeline();
     for (const index of missing) {
       const vector = vectors[index];

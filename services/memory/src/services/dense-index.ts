@@ -1,5 +1,5 @@
 import type { Bus } from '@jarvis/bus';
-import { type MemoryKind, modelEmbed } from '@jarvis/contracts';
+import { type MemoryKind, modelEmbed, modelRoute } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import {
   type Cursor,
@@ -14,17 +14,17 @@ import type { ItemDetails } from '../repositories/search-repository';
 // Dense vectors from the embed model that model-gateway routes to (Ollama's nomic-embed-text by
 // default), added to search beside the built-in sparse embedder. They are made in the
 // background: writes never wait for a model, and an install without one loses nothing but the
-// dense channel. When model-gateway answers an embed request with its built-in embedder, there
-// is no dense model: memory's own sparse vectors (weighted by each user's term statistics)
-// already do that embedder's job better.
+// dense channel. Which model, if any, comes from model-gateway's embed route: nothing is embedded
+// just to find out, and with no embed model routable no embed request is made at all.
 
-type DenseSettings = {
+export type DenseSettings = {
   // Texts per embed request.
   batchSize: number;
   // Longest a search waits for its query's vector before going on without it.
   queryTimeoutMs: number;
-  // How often the embed model is asked again (a new model configured, Ollama back).
-  probeIntervalMs: number;
+  // How often model-gateway's embed route is read again (a cooldown over, a replica restarted
+  // with another model).
+  routeIntervalMs: number;
   // Pause when nothing is left to embed.
   idleMs: number;
   // Everything is walked again this often, for rows written out of order by long transactions.
@@ -34,7 +34,7 @@ type DenseSettings = {
 const DEFAULT_DENSE: DenseSettings = {
   batchSize: 32,
   queryTimeoutMs: 2_000,
-  probeIntervalMs: 60_000,
+  routeIntervalMs: 60_000,
   idleMs: 2_000,
   rescanIntervalMs: 10 * 60_000,
 };
@@ -51,42 +51,47 @@ export type DenseIndexer = DenseIndex & { stop(): Promise<void> };
 
 type Load = (pool: Pool, kind: MemoryKind, userId: string, ids: string[]) => Promise<ItemDetails[]>;
 
-const PROBE_TEXT = 'jarvis';
-
 export function startDenseIndexer(
   bus: Bus,
   pool: Pool,
   load: Load,
   settings: DenseSettings = DEFAULT_DENSE,
 ): DenseIndexer {
-  let current: DenseModel | undefined;
-  let probedAt = 0;
+  // The embed model (provider/model) the route names now, and whether its last embed failed:
+  // searches then go on without it until the route is read again.
+  let current: string | undefined;
+  let isFailing = false;
+  let routedAt = 0;
   let scannedAt = 0;
   let cursor: Cursor | undefined;
   let isStopped = false;
   let wake: (() => void) | undefined;
+  // Models whose HNSW index this process has made sure of; its size comes from the first vectors.
+  const indexed = new Set<string>();
 
-  // Which model model-gateway embeds with now. A new one starts the walk from the beginning.
-  async function probe(): Promise<void> {
-    probedAt = Date.now();
-    const reply = await bus.request(modelEmbed, { texts: [PROBE_TEXT] }, { timeoutMs: 30_000 });
-    const next =
-      reply.provider === 'local' ? undefined : { model: reply.model, dimensions: reply.dimensions };
-    if (next?.model !== current?.model || next?.dimensions !== current?.dimensions) {
-      if (next) await ensureDenseIndex(pool, next);
-      bus.logger.info({ model: next?.model ?? null }, 'dense embedding model');
-      current = next;
-      cursor = undefined;
-    }
+  // The first embed model not cooling down, as an embed call would try them. A new one starts
+  // the walk from the beginning.
+  async function readRoute(): Promise<void> {
+    routedAt = Date.now();
+    const route = await bus.request(modelRoute, { purpose: 'embed' }, { timeoutMs: 10_000 });
+    const usable = route.models.find(
+      (model) => !model.coolingDownUntil || Date.parse(model.coolingDownUntil) <= Date.now(),
+    );
+    const next = usable ? `${usable.provider}/${usable.model}` : undefined;
+    isFailing = false;
+    if (next === current) return;
+    bus.logger.info({ model: next ?? null }, 'dense embedding model');
+    current = next;
+    cursor = undefined;
   }
 
   // One batch: returns whether there may be more.
-  async function embedBatch(dense: DenseModel): Promise<boolean> {
+  async function embedBatch(model: string): Promise<boolean> {
     if (Date.now() - scannedAt > settings.rescanIntervalMs) {
       scannedAt = Date.now();
       cursor = undefined;
     }
-    const pending = await findPendingItems(pool, dense.model, cursor, settings.batchSize);
+    const pending = await findPendingItems(pool, model, cursor, settings.batchSize);
     const last = pending.at(-1);
     if (!last) return false;
     const texts = await loadTexts(pool, load, pending);
@@ -95,12 +100,16 @@ export function startDenseIndexer(
     for (const [userId, items] of groupBy(ready, (item) => item.userId)) {
       const reply = await bus.request(
         modelEmbed,
-        { userId, texts: items.map((item) => texts.get(item.itemId) ?? ''), model: dense.model },
+        { userId, texts: items.map((item) => texts.get(item.itemId) ?? ''), model },
         { timeoutMs: 120_000 },
       );
+      if (!indexed.has(model)) {
+        await ensureDenseIndex(pool, { model, dimensions: reply.dimensions });
+        indexed.add(model);
+      }
       await insertDenseEmbeddings(
         pool,
-        dense.model,
+        model,
         items.map((item, index) => ({ item, vector: reply.vectors[index] ?? [] })),
       );
     }
@@ -114,17 +123,20 @@ export function startDenseIndexer(
     while (!isStopped) {
       let pause = settings.idleMs;
       try {
-        if (!current || Date.now() - probedAt > settings.probeIntervalMs) await probe();
-        const hasMore = current ? await embedBatch(current) : false;
+        if (!current || Date.now() - routedAt >= settings.routeIntervalMs) await readRoute();
+        const model = current;
+        const hasMore = model ? await embedBatch(model) : false;
         failures = 0;
         if (hasMore) pause = 0;
-        else if (!current) pause = settings.probeIntervalMs;
+        else if (!model) pause = settings.routeIntervalMs;
       } catch (error) {
         failures += 1;
-        // Model-gateway away or its model down: tried again, ever more slowly.
-        pause = Math.min(settings.idleMs * 2 ** failures, settings.probeIntervalMs);
-        probedAt = 0;
-        bus.logger.warn({ err: error, model: current?.model }, 'dense embedding paused');
+        // Model-gateway away or its model down: the route is read again, ever more slowly (a
+        // model that keeps failing cools down there, and is then left out).
+        pause = Math.min(settings.idleMs * 2 ** failures, settings.routeIntervalMs);
+        routedAt = 0;
+        isFailing = true;
+        bus.logger.warn({ err: error, model: current }, 'dense embedding paused');
       }
       if (pause > 0) await sleep(pause);
     }
@@ -143,18 +155,20 @@ export function startDenseIndexer(
   const running = run();
   return {
     async embedQuery(userId, text) {
-      const dense = current;
-      if (!dense) return undefined;
+      const model = current;
+      if (!model || isFailing) return undefined;
       try {
         const reply = await bus.request(
           modelEmbed,
-          { userId, texts: [text], model: dense.model },
+          { userId, texts: [text], model },
           { timeoutMs: settings.queryTimeoutMs },
         );
         const vector = reply.vectors[0];
-        return vector ? { dense, vector } : undefined;
+        return vector ? { dense: { model, dimensions: reply.dimensions }, vector } : undefined;
       } catch (error) {
-        bus.logger.warn({ err: error, model: dense.model }, 'search went on without dense vectors');
+        // The searches after this one do not wait for a model that just failed.
+        isFailing = true;
+        bus.logger.warn({ err: error, model }, 'search went on without dense vectors');
         return undefined;
       }
     },

@@ -62,7 +62,8 @@ export async function startStackFixture(
       OPENAI_API_KEY: 'test-key',
       MODEL_ROUTE_CHAT: 'openai/fake-chat',
       MODEL_ROUTE_UTILITY: 'openai/fake-chat',
-      // No Ollama here: the built-in embedder serves.
+      // The default embed route (Ollama), which nothing serves here: dense search stays off and
+      // memory searches with its built-in sparse vectors, as an install without Ollama does.
       MODEL_ROUTE_EMBED: '',
       JARVIS_ADMIN_KEY: adminKey,
       // The pages tests serve to web_fetch are on loopback.

@@ -54,7 +54,8 @@ lint: install ## Lint and format-check everything
 build: install ## Build every service
 	pnpm run build
 
-SERVICES := gateway orchestrator memory model-gateway tools scheduler
+# Each service and its default port (services/Dockerfile's SERVICE and PORT; compose.yaml's too).
+SERVICE_PORTS := gateway:8080 orchestrator:8081 memory:8082 model-gateway:8083 tools:8084 scheduler:8085
 # More flags for the image builder, e.g. IMAGE_BUILD_FLAGS=--network=host.
 IMAGE_BUILD_FLAGS ?=
 # Docker where an engine answers; otherwise podman, in Docker's image format (the OCI format
@@ -62,9 +63,11 @@ IMAGE_BUILD_FLAGS ?=
 images: ## Build the six service images, tagged jarvis/<service>:local (Docker, or else podman)
 	@if docker info >/dev/null 2>&1; then build=(docker build); \
 	else build=(podman build --format docker); fi; \
-	for service in $(SERVICES); do \
+	for pair in $(SERVICE_PORTS); do \
+		service=$${pair%%:*}; port=$${pair##*:}; \
 		echo "building jarvis/$$service:local"; \
-		"$${build[@]}" --quiet $(IMAGE_BUILD_FLAGS) -f services/$$service/Dockerfile \
+		"$${build[@]}" --quiet $(IMAGE_BUILD_FLAGS) -f services/Dockerfile \
+			--build-arg SERVICE=$$service --build-arg PORT=$$port \
 			-t jarvis/$$service:local . >/dev/null || exit 1; \
 	done
 

@@ -111,6 +111,22 @@ if what == "healthchecks":
         else:
             errors.append(f"{name}: no healthcheck")
 
+elif what == "build-args":
+    # One Dockerfile for all six: each service must build its own package on its own port.
+    for name, svc in services.items():
+        if "build" not in svc:
+            continue
+        b = svc["build"]
+        args = b.get("args") or {}
+        if b.get("dockerfile") != "services/Dockerfile":
+            errors.append(f"{name}: built from {b.get('dockerfile')!r}, want 'services/Dockerfile'")
+        if args.get("SERVICE") != name:
+            errors.append(f"{name}: build arg SERVICE={args.get('SERVICE')!r}, want {name!r}")
+        env = svc.get("environment") or {}
+        port = env.get("GATEWAY_PORT" if name == "gateway" else "HTTP_PORT")
+        if str(args.get("PORT")) != str(port):
+            errors.append(f"{name}: build arg PORT={args.get('PORT')!r}, but it listens on {port!r}")
+
 elif what == "restart":
     for name, svc in services.items():
         want = "no" if name in ONE_SHOT else "unless-stopped"
@@ -212,19 +228,22 @@ if errors:
 PY
 assert() { python3 "$tmp/assert.py" "$@"; }
 
-# Dockerfiles: one per service, multi-stage, non-root, /readyz healthcheck, node dist/main.js.
+# services/Dockerfile builds every service: multi-stage, non-root, /readyz healthcheck,
+# node dist/main.js, and parameterised by SERVICE and PORT.
 dockerfiles() {
-  local svc f bad=0
-  for svc in gateway orchestrator memory model-gateway tools scheduler; do
-    f=services/$svc/Dockerfile
-    [[ -f $f ]] || { echo "$f missing"; bad=1; continue; }
-    [[ $(grep -c '^FROM ' "$f") -ge 2 ]] || { echo "$f: not multi-stage"; bad=1; }
-    grep -q '^USER node' "$f" || { echo "$f: no USER node"; bad=1; }
-    grep -q '^HEALTHCHECK .*readyz' "$f" || grep -A1 '^HEALTHCHECK' "$f" | grep -q readyz ||
-      { echo "$f: no /readyz HEALTHCHECK"; bad=1; }
-    grep -q '^CMD \["node", "dist/main.js"\]' "$f" || { echo "$f: CMD is not node dist/main.js"; bad=1; }
-    grep -q "deploy --prod --legacy" "$f" || { echo "$f: no pnpm deploy"; bad=1; }
-  done
+  local f=services/Dockerfile bad=0 stray
+  [[ -f $f ]] || { echo "$f missing"; return 1; }
+  [[ $(grep -c '^FROM ' "$f") -ge 2 ]] || { echo "$f: not multi-stage"; bad=1; }
+  grep -q '^ARG SERVICE' "$f" || { echo "$f: no ARG SERVICE"; bad=1; }
+  grep -q '^ARG PORT' "$f" || { echo "$f: no ARG PORT"; bad=1; }
+  grep -q '^USER node' "$f" || { echo "$f: no USER node"; bad=1; }
+  grep -q '^HEALTHCHECK .*readyz' "$f" || grep -A1 '^HEALTHCHECK' "$f" | grep -q readyz ||
+    { echo "$f: no /readyz HEALTHCHECK"; bad=1; }
+  grep -q '^CMD \["node", "dist/main.js"\]' "$f" || { echo "$f: CMD is not node dist/main.js"; bad=1; }
+  grep -q "deploy --prod --legacy" "$f" || { echo "$f: no pnpm deploy"; bad=1; }
+  # A per-service Dockerfile left behind would drift from the shared one unnoticed.
+  stray=$(ls services/*/Dockerfile 2>/dev/null || true)
+  [[ -z $stray ]] || { echo "per-service Dockerfiles remain: $stray"; bad=1; }
   return $bad
 }
 
@@ -240,7 +259,8 @@ check "prod: every service has cpu+memory limits, total within 8 vCPU / 16 GiB" 
 check "postgres: shared_buffers of at least 256 MB (local)" assert postgres-memory "$tmp/local.yaml"
 check "prod: postgres shared_buffers within half its memory limit" assert postgres-memory "$tmp/prod.yaml"
 check "prod: Let's Encrypt router on Host(JARVIS_DOMAIN); .env.prod reaches the services but tools" assert prod-routing "$tmp/prod.yaml"
-check "Dockerfiles: six, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
+check "compose builds each service from services/Dockerfile with its own SERVICE and PORT" assert build-args "$tmp/local.yaml"
+check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
 
 echo "compose: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -1,6 +1,6 @@
 # CI only: the test kit's fake LLM (scripts/fake-llm-server.ts) as a container on the compose
 # network, in Ollama's place (see compose.ci.yaml). The build context is the repo root; the steps
-# up to `pnpm install` are the service Dockerfiles' own, so their cached layers serve it too.
+# up to `pnpm install` are services/Dockerfile's own, so its cached layers serve it too.
 FROM node:20-bookworm-slim
 RUN npm install -g pnpm@10.34.8
 ENV CI=true

@@ -29,12 +29,15 @@ export const databaseEnvShape = {
   DATABASE_BATCH_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(600_000),
 };
 
-// What createPool takes from databaseEnvShape's settings.
-export function databasePoolSettings(env: {
+// What a service's env.ts parses from databaseEnvShape.
+export type DatabaseEnv = {
   DATABASE_URL: string;
   DATABASE_STATEMENT_TIMEOUT_MS: number;
   DATABASE_BATCH_STATEMENT_TIMEOUT_MS: number;
-}) {
+};
+
+// What createPool takes from databaseEnvShape's settings.
+export function databasePoolSettings(env: DatabaseEnv) {
   return {
     url: env.DATABASE_URL,
     statementTimeoutMs: env.DATABASE_STATEMENT_TIMEOUT_MS,

@@ -1,3 +1,4 @@
+export * from './boot-service';
 export * from './env';
 export * from './http-error';
 export * from './redis-script';

@@ -76,10 +76,12 @@ describe('dense embeddings through model-gateway', () => {
     const { results } = MemorySearchResponse.parse(await response.json());
     expect(results[0]?.text).toBe('Who was it?');
 
-    // Embedding is counted as the user's usage (never refused).
+    // Embedding is counted as the user's usage (never refused). The four items may go in one
+    // call, and the search's own call is rolled up in the background (MODEL_USAGE), so only the
+    // indexing's call is certain to be counted by now.
     const usage = await call('GET', '/v1/usage');
     const body = (await usage.json()) as { today: { requests: number } };
-    expect(body.today.requests).toBeGreaterThanOrEqual(2);
+    expect(body.today.requests).toBeGreaterThanOrEqual(1);
   });
 
   it('embeds a rewritten file again, from its new text', async () => {

@@ -18,9 +18,9 @@ function envFiles(folder: string): string[] {
 function readSettings(): Set<string> {
   const names = new Set<string>();
   const sources = [
-    ...readdirSync(join(ROOT, 'services')).flatMap((service) =>
-      envFiles(`services/${service}/src`),
-    ),
+    ...readdirSync(join(ROOT, 'services'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .flatMap((service) => envFiles(`services/${service.name}/src`)),
     'packages/service-kit/src/env.ts',
   ];
   for (const source of sources) {

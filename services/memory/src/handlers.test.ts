@@ -214,7 +214,13 @@ describe('memory.recall', () => {
     const conversationId = q1.conversationId;
     // Three questions sent at once are all stored before the first is answered.
     const { message: q2 } = await ask('Which colour is the sea? PAR-2', conversationId);
-    await ask('Which colour is the sea at night? PAR-3', conversationId);
+    const { message: q3 } = await ask('Which colour is the sea at night? PAR-3', conversationId);
+    // Stored after q2, with an earlier time: two appends at once on a real Postgres read their
+    // clocks before either stores its message.
+    await db.pool.query(
+      "UPDATE memory.messages SET created_at = $2::timestamptz - interval '1 second' WHERE id = $1",
+      [q3.id, q2.createdAt],
+    );
     await clientBus.request(memoryAppend, {
       userId,
       conversationId,

@@ -272,6 +272,23 @@ export async function findMessageTexts(
   );
 }
 
+// Which of the given messages were stored after the given one (by seq, the order memory stored
+// them: two appends at once can carry their times the other way round).
+export async function findMessagesStoredAfter(
+  db: Queryable,
+  userId: string,
+  messageId: string,
+  ids: string[],
+): Promise<Set<string>> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT m.id FROM memory.messages m
+     WHERE m.user_id = $1 AND m.id = ANY($3::uuid[])
+       AND m.seq > (SELECT seq FROM memory.messages WHERE id = $2 AND user_id = $1)`,
+    [userId, messageId, ids],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
 // A forgotten message stays on record but leaves recall, search and export. Answers the
 // messages forgotten now: another user's, and those forgotten before, are left alone.
 export async function markMessagesForgotten(

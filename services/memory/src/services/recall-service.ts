@@ -12,6 +12,7 @@ import { loadTokenCounter } from '@jarvis/tokens';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
 import {
+  findMessagesStoredAfter,
   findMessageTexts,
   listRecentMessages,
   type RecentMessage,
@@ -86,16 +87,25 @@ export async function recallContext(
     ...profile.items.map((fact) => fact.id),
   ]);
   const newFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
+  const candidates = [
+    ...new Map([...newFacts, ...found.results].map((result) => [result.id, result])).values(),
+  ].filter((result) => !shown.has(result.id));
+  // Messages stored after the turn's own are not its past: they wait for their turns. Their
+  // order is memory's (seq), which their times do not always follow (two appends at once), so
+  // it is asked, in one statement, whenever the search found messages.
+  const foundMessages = candidates.filter((result) => result.kind === 'message');
+  const later =
+    messageId && foundMessages.length > 0
+      ? await findMessagesStoredAfter(
+          pool,
+          request.userId,
+          messageId,
+          foundMessages.map((result) => result.id),
+        )
+      : new Set<string>();
   const relevant = fitWithin(
-    [...new Map([...newFacts, ...found.results].map((result) => [result.id, result])).values()]
-      .filter((result) => !shown.has(result.id))
-      // Messages that came after the turn's own are not its past: they wait for their turns.
-      .filter(
-        (result) =>
-          // Strictly before, in whole milliseconds: a message of the same millisecond is in the
-          // recent messages anyway when it came first.
-          result.kind !== 'message' || !own || new Date(result.createdAt) < own.createdAt,
-      )
+    candidates
+      .filter((result) => !later.has(result.id))
       .slice(0, RECALL_RELEVANT_LIMIT)
       .map(
         (result): RecalledItem => ({

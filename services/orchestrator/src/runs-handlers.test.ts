@@ -7,10 +7,10 @@ import {
   type RunStatus,
   type RunsListRequest,
 } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerRunHandlers } from './runs-handlers';
+import { startOrchestratorDatabase } from './test-database';
 
 let db: TestDatabase;
 let serverBus: Bus;
@@ -18,11 +18,7 @@ let clientBus: Bus;
 let subscriptions: ReturnType<typeof registerRunHandlers>;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'orchestrator',
-    directory: new URL('../migrations', import.meta.url),
-  });
+  db = await startOrchestratorDatabase();
   const namespace = uniqueNamespace('orchestrator-runs');
   serverBus = await connectTestBus(namespace);
   clientBus = await connectTestBus(namespace);

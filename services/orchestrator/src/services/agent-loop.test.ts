@@ -1,18 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
+import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertRun } from '../repositories/runs-repository';
+import { startOrchestratorDatabase } from '../test-database';
 import { createStepRecorder } from './agent-loop';
 
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'orchestrator',
-    directory: new URL('../../migrations', import.meta.url),
-  });
+  db = await startOrchestratorDatabase();
 });
 
 afterAll(async () => {

@@ -1,17 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
-import { migrate } from '@jarvis/db';
-import {
-  connectTestRedis,
-  startTestDatabase,
-  type TestDatabase,
-  uniqueNamespace,
-  waitFor,
-} from '@jarvis/testkit';
+import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertRun, markRunCompleted, markRunStarted } from '../repositories/runs-repository';
+import { startOrchestratorDatabase } from '../test-database';
 import { cancelTurn, type TurnCancellations, watchTurnCancellations } from './cancel-turn';
 
 // Two buses in one namespace stand for two orchestrator replicas: one takes the cancel request,
@@ -23,11 +17,7 @@ let redis: Redis;
 let cancellations: TurnCancellations;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'orchestrator',
-    directory: new URL('../../migrations', import.meta.url),
-  });
+  db = await startOrchestratorDatabase();
   const namespace = uniqueNamespace('orchestrator-cancel');
   front = await connectTestBus(namespace);
   worker = await connectTestBus(namespace);

@@ -2,15 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { type TurnEvent, TurnEvent as TurnEventSchema, turnEventSubject } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
-import {
-  connectTestRedis,
-  startTestDatabase,
-  type TestDatabase,
-  uniqueNamespace,
-  waitFor,
-} from '@jarvis/testkit';
+import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tryLockConversation } from '../conversation-lock';
@@ -23,6 +16,7 @@ import {
   type RunCompletion,
 } from '../repositories/runs-repository';
 import { recordSubmission } from '../repositories/submissions-repository';
+import { startOrchestratorDatabase } from '../test-database';
 import { watchTurnCancellations } from './cancel-turn';
 import { runTurn, type TurnDeps } from './run-turn';
 
@@ -38,11 +32,7 @@ let redis: Redis;
 let deps: TurnDeps;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'orchestrator',
-    directory: new URL('../../migrations', import.meta.url),
-  });
+  db = await startOrchestratorDatabase();
   const namespace = uniqueNamespace('orchestrator');
   bus = await connectTestBus(namespace);
   listener = await connectTestBus(namespace);

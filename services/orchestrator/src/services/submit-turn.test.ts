@@ -2,12 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, ensureWorkQueue } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { memoryAppend, type StoredMessage, TURNS_STREAM, turnRequested } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
 import {
   connectTestRedis,
   startRedisServer,
-  startTestDatabase,
   type TestDatabase,
   uniqueNamespace,
   waitFor,
@@ -15,6 +13,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findRunByTurn } from '../repositories/runs-repository';
+import { startOrchestratorDatabase } from '../test-database';
 import { startSubmissionSweeper } from './submission-sweeper';
 import { type SubmitDeps, submitTurn } from './submit-turn';
 
@@ -28,11 +27,7 @@ let deps: SubmitDeps;
 const stored = new Map<string, { message: StoredMessage; seq: number }>();
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'orchestrator',
-    directory: new URL('../../migrations', import.meta.url),
-  });
+  db = await startOrchestratorDatabase();
   const namespace = uniqueNamespace('orchestrator');
   bus = await connectTestBus(namespace);
   memory = await connectTestBus(namespace);

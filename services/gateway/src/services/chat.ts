@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import {
   type ChatAccepted,
@@ -11,6 +11,7 @@ import {
   turnEventSubject,
   turnSubmit,
 } from '@jarvis/contracts';
+import { v5 as uuidv5 } from 'uuid';
 import type { SseStream } from './sse';
 
 type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
@@ -20,20 +21,16 @@ export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 // Whose turn it is, and the client's Idempotency-Key for it, if any.
 export type ChatTurn = { userId: string; idempotencyKey: string | undefined };
 
+// Names chat turns' ids (UUID version 5): any fixed UUID serves, and changing it would give every
+// Idempotency-Key a new turn.
+const TURN_ID_NAMESPACE = '5d0c7c1e-52b1-4a3f-9d3e-6a8f2f4b1c07';
+
 // The turn id: new for each request, or, with an Idempotency-Key, the same for every request
-// with that key, so a retry listens to the turn it repeats before it asks for it again. A
-// name-based UUID (RFC 9562, version 5: SHA-1) of the user and the key, so users never share one;
-// the uuid package would do the same in more code than this.
+// with that key, so a retry listens to the turn it repeats before it asks for it again. Named
+// after the user and the key, so users never share one.
 function turnIdOf(turn: ChatTurn): string {
   if (turn.idempotencyKey === undefined) return randomUUID();
-  const bytes = createHash('sha1')
-    .update(`chat-turn\n${turn.userId}\n${turn.idempotencyKey}`)
-    .digest()
-    .subarray(0, 16);
-  bytes.writeUInt8((bytes.readUInt8(6) & 0x0f) | 0x50, 6);
-  bytes.writeUInt8((bytes.readUInt8(8) & 0x3f) | 0x80, 8);
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return uuidv5(`${turn.userId}\n${turn.idempotencyKey}`, TURN_ID_NAMESPACE);
 }
 
 const TIMEOUT_MESSAGE = 'no reply in time; the turn goes on and its reply will be kept';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, StoredMessage } from './common';
+import { Id, MESSAGE_MAX_CHARS, StoredMessage } from './common';
 import { defineRpc } from './define';
 import { MemoryKind } from './memory-search';
 import { TokenizerFamily } from './model-route';
@@ -20,9 +20,11 @@ export const RECALL_SUMMARY_LIMIT = 10;
 export const MemoryRecallRequest = z.object({
   userId: Id,
   conversationId: Id,
-  // What relevant memories are searched for: a stored message (the turn's new message) or text.
+  // The turn's own message: the context ends at it (see above).
   messageId: Id.optional(),
-  query: z.string().max(32_000).optional(),
+  // What relevant memories are searched for: a turn's message text, which its caller has, so
+  // memory never reads back the message it just stored. Without it, none are searched for.
+  query: z.string().max(MESSAGE_MAX_CHARS).optional(),
   tokenBudget: z.number().int().min(200).max(1_000_000).default(8_000),
   // Whose tokens the budget is in: the model expected to answer (model-gateway.route).
   tokenizer: TokenizerFamily.default('estimate'),

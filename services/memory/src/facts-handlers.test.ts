@@ -605,6 +605,7 @@ describe('memory.recall', () => {
       userId,
       conversationId: message.conversationId,
       messageId: message.id,
+      query: message.content,
       recentLimit: 5,
     });
 

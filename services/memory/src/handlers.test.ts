@@ -235,6 +235,7 @@ describe('memory.recall', () => {
       userId,
       conversationId,
       messageId: q2.id,
+      query: q2.content,
     });
 
     expect(recall.recent.map((message) => message.content)).toEqual([

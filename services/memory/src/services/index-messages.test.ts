@@ -109,6 +109,7 @@ describe('message indexing off the turn path', () => {
       userId,
       conversationId: message.conversationId,
       messageId: message.id,
+      query: message.content,
       tokenBudget: 2_000,
       recentLimit: 10,
     });

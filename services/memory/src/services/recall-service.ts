@@ -13,7 +13,6 @@ import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
 import {
   findMessagesStoredAfter,
-  findMessageTexts,
   listRecentMessages,
   type RecentMessage,
 } from '../repositories/messages-repository';
@@ -42,16 +41,7 @@ export async function recallContext(
   now = new Date(),
   dense?: DenseIndex,
 ): Promise<MemoryRecallResponse> {
-  // Side by side: the message is looked up by its user, so nothing of another's comes back.
-  const { messageId } = request;
-  const [conversationId, own] = await Promise.all([
-    findConversation(pool, request.userId, request.conversationId),
-    messageId
-      ? findMessageTexts(pool, request.userId, [messageId]).then((texts) => texts.get(messageId))
-      : undefined,
-  ]);
-  if (!conversationId) throw new BusError('not_found', 'conversation not found');
-  const query = messageId ? own?.content : request.query;
+  const { messageId, query } = request;
   const budget = request.tokenBudget;
   const views = [
     { kinds: ['fact'], limit: FACT_SLOTS + RECALL_PROFILE_LIMIT },
@@ -69,13 +59,24 @@ export async function recallContext(
         dense,
       )
     : Promise.resolve([{ results: [] }, { results: [] }] as const);
-  const [counter, profileFacts, summaries, recent, [facts, found]] = await Promise.all([
-    loadTokenCounter(request.tokenizer),
-    listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
-    listSummaries(pool, request.userId, conversationId, RECALL_SUMMARY_LIMIT),
-    listRecentMessages(pool, request.userId, conversationId, request.recentLimit, messageId),
-    search,
-  ]);
+  // All side by side, the conversation's owner checked with the rest: every read is scoped by the
+  // user, so another user's conversation yields nothing before it is refused.
+  const [conversationId, counter, profileFacts, summaries, recent, [facts, found]] =
+    await Promise.all([
+      findConversation(pool, request.userId, request.conversationId),
+      loadTokenCounter(request.tokenizer),
+      listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
+      listSummaries(pool, request.userId, request.conversationId, RECALL_SUMMARY_LIMIT),
+      listRecentMessages(
+        pool,
+        request.userId,
+        request.conversationId,
+        request.recentLimit,
+        messageId,
+      ),
+      search,
+    ]);
+  if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const dialogue = toDialogue(recent, messageId);
 
   const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>

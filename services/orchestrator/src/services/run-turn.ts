@@ -153,7 +153,7 @@ export async function runTurn(
     const { event, queued } =
       approval && canResume
         ? await resume(deps, loop, run, approval, replyKey)
-        : await answer(deps, loop, run, replyKey, expected);
+        : await answer(deps, loop, run, turn.message, replyKey, expected);
     announce(deps.bus, event);
     // The turn is acked once what it leaves behind is queued, not before.
     await queued;
@@ -249,6 +249,7 @@ async function answer(
   deps: TurnDeps,
   loop: LoopDeps,
   run: Run,
+  message: string | undefined,
   replyKey: string,
   expected: ReturnType<typeof expectChatModel>,
 ): Promise<Finished> {
@@ -258,6 +259,7 @@ async function answer(
     userId: run.userId,
     conversationId: run.conversationId,
     messageId: run.userMessageId,
+    query: message,
     tokenBudget: budget.tokenBudget,
     tokenizer: budget.tokenizer,
     recentLimit: deps.historyLimit,

@@ -159,7 +159,12 @@ describe('submitTurn', () => {
         bus.streamName(TURNS_STREAM),
         { last_by_subj: bus.subject(turnRequested.subject) },
       );
-      expect(queued.json()).toMatchObject({ turnId: request.turnId, runId: run.id });
+      // The turn still carries the text, taken from the submission's recorded request.
+      expect(queued.json()).toMatchObject({
+        turnId: request.turnId,
+        runId: run.id,
+        message: 'remind me of the dentist',
+      });
     } finally {
       sweeper.stop();
     }

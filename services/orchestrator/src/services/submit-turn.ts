@@ -105,6 +105,7 @@ export async function queueTurn(
       userId: run.userId,
       conversationId: run.conversationId,
       userMessageId: run.userMessageId,
+      message: request.message,
       stream: request.stream,
     },
     run.turnId,

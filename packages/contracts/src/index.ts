@@ -23,6 +23,7 @@ export * from './memory-search';
 export * from './model-chat';
 export * from './model-embed';
 export * from './model-route';
+export * from './model-route-changed';
 export * from './model-usage';
 export * from './orchestrator-approvals';
 export * from './orchestrator-missions';

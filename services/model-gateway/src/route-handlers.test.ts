@@ -1,8 +1,8 @@
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus, sendRaw } from '@jarvis/bus/testing';
-import { modelRoute } from '@jarvis/contracts';
+import { type ModelRouteChanged, modelRoute, modelRouteChanged } from '@jarvis/contracts';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
-import { connectTestRedis, uniqueNamespace } from '@jarvis/testkit';
+import { connectTestRedis, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnv } from './env';
@@ -32,8 +32,11 @@ afterAll(() => {
 });
 
 // The gateway's routing as main.ts builds it, in a namespace of its own; no model is called.
-async function startGateway(source: Record<string, string>): Promise<Gateway> {
-  const namespace = uniqueNamespace('model-route');
+// Replicas of one gateway share a namespace (and Redis).
+async function startGateway(
+  source: Record<string, string>,
+  namespace = uniqueNamespace('model-route'),
+): Promise<Gateway> {
   const server = await connectTestBus(namespace);
   const client = await connectTestBus(namespace);
   const env = loadEnv(source);
@@ -121,6 +124,55 @@ describe('model-gateway.route', () => {
     });
     expect(Date.parse(route.models[0]?.coolingDownUntil ?? '')).toBeGreaterThan(Date.now());
     expect(route.models[1]).not.toHaveProperty('coolingDownUntil');
+  });
+
+  it('announces a cooldown from the replica whose failure opened it; every replica then answers it', async () => {
+    const namespace = uniqueNamespace('model-route');
+    const env = { ANTHROPIC_API_KEY: 'k', OPENAI_API_KEY: 'k', MODEL_ROUTE_CHAT: CHAT_ROUTE };
+    const first = await startGateway(env, namespace);
+    const second = await startGateway(env, namespace);
+    // Each replica has read the cooldowns (none) a moment ago, as a busy one has.
+    for (let ask = 0; ask < 6; ask += 1)
+      await first.client.request(modelRoute, { purpose: 'chat' });
+    await first.routing.chat.cooldown.open(['anthropic']);
+    await second.routing.chat.cooldown.open(['anthropic']);
+    const changes: ModelRouteChanged[] = [];
+    first.client.subscribe(modelRouteChanged.subject, modelRouteChanged.payload, (change) =>
+      changes.push(change),
+    );
+    await first.client.nc.flush();
+
+    // Three failures open it; the first replica saw none of them.
+    for (let failure = 0; failure < 3; failure += 1) {
+      await second.routing.chat.cooldown.recordFailure('anthropic');
+    }
+
+    const [change] = await waitFor(() => (changes.length > 0 ? changes : undefined));
+    expect(change).toMatchObject({ reason: 'cooldown', provider: 'anthropic' });
+    expect(Date.parse(change?.coolingDownUntil ?? '')).toBeGreaterThan(Date.now());
+    // Whichever replica answers next, at once: not from what it read before the change.
+    for (let ask = 0; ask < 6; ask += 1) {
+      const route = await first.client.request(modelRoute, { purpose: 'chat' });
+      expect(route.models[0]?.coolingDownUntil).toBe(change?.coolingDownUntil);
+    }
+    expect(changes).toHaveLength(1);
+  });
+
+  it('announces its configuration once it answers the route', async () => {
+    const namespace = uniqueNamespace('model-route');
+    const listener = await connectTestBus(namespace);
+    const changes: ModelRouteChanged[] = [];
+    listener.subscribe(modelRouteChanged.subject, modelRouteChanged.payload, (change) =>
+      changes.push(change),
+    );
+    await listener.nc.flush();
+    try {
+      await startGateway({}, namespace);
+
+      expect(await waitFor(() => changes[0])).toEqual({ reason: 'configuration' });
+    } finally {
+      await listener.close();
+    }
   });
 
   it('lists only real embed models, none when none has credentials', async () => {

@@ -10,6 +10,7 @@ import { registerMissionHandlers, resumeMissions } from './missions/missions-han
 import { registerRunHandlers } from './runs-handlers';
 import type { LoopSettings } from './services/agent-loop';
 import { watchTurnCancellations } from './services/cancel-turn';
+import { watchChatRoute } from './services/chat-route';
 import { startSubmissionSweeper } from './services/submission-sweeper';
 import type { SubmitDeps } from './services/submit-turn';
 import { ensureUserEventStream } from './services/user-events';
@@ -103,6 +104,7 @@ await bootService(
       leaseMs: env.TURN_ACK_WAIT_MS,
     };
     registerMissionHandlers(missions);
+    const chatRoute = watchChatRoute({ bus, logger });
     const worker = await startTurnWorker(
       {
         bus,
@@ -114,6 +116,7 @@ await bootService(
         tools: remoteTools.withBuiltIn([...memoryTools, createMissionTool(missions)]),
         approvalTtlMs: env.APPROVAL_TTL_MS,
         cancellations: watchTurnCancellations(bus, redis),
+        chatRoute,
         loop,
         lockLeaseMs: env.TURN_ACK_WAIT_MS,
         maxAttempts: env.TURN_MAX_DELIVER,

@@ -15,6 +15,10 @@ export type CooldownSettings = {
 export type Cooldown = {
   // Of these providers, the ones to skip now, with when each may be tried again.
   open(providers: string[]): Promise<Map<string, Date>>;
+  // The same, read from Redis now rather than from what this replica read within the last
+  // second: for model-gateway.route, which is asked right after another replica says a
+  // cooldown opened, and whose answer callers keep.
+  openNow(providers: string[]): Promise<Map<string, Date>>;
   recordFailure(provider: string): Promise<void>;
   // Opens at once, whatever the count: a rejected key will not start working by itself.
   trip(provider: string): Promise<void>;
@@ -42,6 +46,8 @@ export function createCooldown(
   namespace: string,
   settings: CooldownSettings,
   logger: Logger,
+  // Told when a failure on this replica opens a provider's cooldown.
+  onOpened: (provider: string, until: Date) => void,
 ): Cooldown {
   const failuresKey = (provider: string) => `${namespace}:model-gateway:failures:${provider}`;
   const openKey = (provider: string) => `${namespace}:model-gateway:cooldown:${provider}`;
@@ -59,32 +65,35 @@ export function createCooldown(
     );
     if (opened === 1) {
       logger.warn({ provider, cooldownMs: settings.cooldownMs }, 'provider cooling down');
+      onOpened(provider, new Date(until));
     }
   };
+  const read = async (providers: string[], maxAgeMs: number) => {
+    const now = Date.now();
+    const stale = providers.filter((provider) => {
+      const cached = cache.get(provider);
+      return !cached || now - cached.readAt > maxAgeMs;
+    });
+    if (stale.length > 0) {
+      const values = await redis.mget(stale.map(openKey));
+      for (const [index, provider] of stale.entries()) {
+        const value = values[index];
+        cache.set(provider, {
+          until: value === null || value === undefined ? undefined : new Date(Number(value)),
+          readAt: now,
+        });
+      }
+    }
+    const result = new Map<string, Date>();
+    for (const provider of providers) {
+      const until = cache.get(provider)?.until;
+      if (until && until.getTime() > now) result.set(provider, until);
+    }
+    return result;
+  };
   return {
-    async open(providers) {
-      const now = Date.now();
-      const stale = providers.filter((provider) => {
-        const cached = cache.get(provider);
-        return !cached || now - cached.readAt > READ_CACHE_MS;
-      });
-      if (stale.length > 0) {
-        const values = await redis.mget(stale.map(openKey));
-        for (const [index, provider] of stale.entries()) {
-          const value = values[index];
-          cache.set(provider, {
-            until: value === null || value === undefined ? undefined : new Date(Number(value)),
-            readAt: now,
-          });
-        }
-      }
-      const result = new Map<string, Date>();
-      for (const provider of providers) {
-        const until = cache.get(provider)?.until;
-        if (until && until.getTime() > now) result.set(provider, until);
-      }
-      return result;
-    },
+    open: (providers) => read(providers, READ_CACHE_MS),
+    openNow: (providers) => read(providers, -1),
     recordFailure: (provider) => open(provider, settings.failures),
     trip: (provider) => open(provider, 1),
     recordSuccess(provider) {

@@ -1,4 +1,5 @@
 import type { Bus } from '@jarvis/bus';
+import { type ModelRouteChanged, modelRouteChanged } from '@jarvis/contracts';
 import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { loadModelConfig, type ModelConfig } from '../config/model-config';
@@ -29,6 +30,12 @@ export function createRouting(
       cooldownMs: env.MODEL_COOLDOWN_MS,
     },
     deps.logger,
+    (provider, until) =>
+      publishRouteChanged(deps.bus, {
+        reason: 'cooldown',
+        provider,
+        coolingDownUntil: until.toISOString(),
+      }),
   );
   const chat: RouterDeps = {
     providers,
@@ -55,4 +62,15 @@ export function createRouting(
     cacheTtlSeconds: env.EMBED_CACHE_TTL_SECONDS,
   };
   return { chat, embed, config };
+}
+
+// Tells the callers that keep a route (the orchestrator) to read it again. Lost when NATS is
+// down, which they allow for (see the event's contract); the call that opened a cooldown goes on
+// either way.
+export function publishRouteChanged(bus: Bus, change: ModelRouteChanged): void {
+  try {
+    bus.publish(modelRouteChanged.subject, modelRouteChanged.payload, change);
+  } catch (error) {
+    bus.logger.warn({ err: error, change }, 'could not announce a route change');
+  }
 }

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import { type MemoryRecallResponse, type ModelRouteResponse, modelRoute } from '@jarvis/contracts';
-import { createLogger } from '@jarvis/telemetry';
+import type { MemoryRecallResponse } from '@jarvis/contracts';
 import { uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryTools } from '../tools/memory-tools';
@@ -22,8 +21,6 @@ function deps(
   tools = createMemoryTools(bus, new Set()),
 ): BudgetDeps {
   return {
-    bus,
-    logger: createLogger('context-budget-test', 'silent'),
     tools,
     contextTokenBudget,
     historyLimit: 50,
@@ -59,42 +56,37 @@ describe('computeTokenBudget', () => {
 });
 
 describe('planContextBudget', () => {
-  let server: Bus;
-  let client: Bus;
-  let route: ModelRouteResponse['models'] = [];
+  let bus: Bus;
   const GPT_41_MINI = {
     provider: 'openai',
     model: 'gpt-4.1-mini',
     contextWindow: 1_047_576,
     tokenizer: 'o200k_base' as const,
   };
+  const CLAUDE = {
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-5',
+    contextWindow: 200_000,
+    tokenizer: 'claude' as const,
+  };
 
   beforeAll(async () => {
-    const namespace = uniqueNamespace('context-budget');
-    server = await connectTestBus(namespace);
-    client = await connectTestBus(namespace);
-    server.serve(modelRoute, async ({ purpose }) => ({ purpose, models: route }));
-    await server.nc.flush();
+    bus = await connectTestBus(uniqueNamespace('context-budget'));
   });
 
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
+    await bus?.close();
   });
 
-  it('sizes the context for the first chat model that is not cooling down', async () => {
-    route = [
-      {
-        provider: 'anthropic',
-        model: 'claude-sonnet-4-5',
-        contextWindow: 200_000,
-        tokenizer: 'claude',
-        coolingDownUntil: new Date(Date.now() + 30_000).toISOString(),
-      },
-      { provider: 'ollama', model: 'llama3.2:3b', contextWindow: 16_384, tokenizer: 'llama3' },
-    ];
+  it("sizes the context for the model's window and tokenizer", async () => {
+    const llama = {
+      provider: 'ollama',
+      model: 'llama3.2:3b',
+      contextWindow: 16_384,
+      tokenizer: 'llama3' as const,
+    };
 
-    const budget = await planContextBudget(deps(client, 50_000), NOW, 'UTC');
+    const budget = await planContextBudget(deps(bus, 50_000), llama, NOW, 'UTC');
 
     expect(budget).toMatchObject({
       model: 'ollama/llama3.2:3b',
@@ -107,17 +99,8 @@ describe('planContextBudget', () => {
   });
 
   it('counts the same prompt larger for Claude than for OpenAI', async () => {
-    route = [GPT_41_MINI];
-    const openai = await planContextBudget(deps(client), NOW, 'UTC');
-    route = [
-      {
-        provider: 'anthropic',
-        model: 'claude-sonnet-4-5',
-        contextWindow: 200_000,
-        tokenizer: 'claude',
-      },
-    ];
-    const claude = await planContextBudget(deps(client), NOW, 'UTC');
+    const openai = await planContextBudget(deps(bus), GPT_41_MINI, NOW, 'UTC');
+    const claude = await planContextBudget(deps(bus), CLAUDE, NOW, 'UTC');
 
     expect(openai.tokenBudget).toBe(8_000);
     expect(claude.tokenBudget).toBe(8_000);
@@ -125,38 +108,29 @@ describe('planContextBudget', () => {
   });
 
   it('counts the tools again when their list changes in place', async () => {
-    route = [GPT_41_MINI];
-    const tools = createMemoryTools(client, new Set());
+    const tools = createMemoryTools(bus, new Set());
+    const plan = () => planContextBudget(deps(bus, 8_000, tools), GPT_41_MINI, NOW, 'UTC');
     const [first, ...others] = tools;
     if (!first) throw new Error('no memory tools');
-    const all = await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC');
-    expect((await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC')).toolTokens).toBe(
-      all.toolTokens,
-    );
+    const all = await plan();
+    expect((await plan()).toolTokens).toBe(all.toolTokens);
     // As a refresh from tools.list does: the same array, other contents.
     tools.splice(0, tools.length, ...others);
-    const fewer = await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC');
+    const fewer = await plan();
     expect(fewer.toolTokens).toBeLessThan(all.toolTokens);
     tools.push(first);
-    expect(
-      (await planContextBudget(deps(client, 8_000, tools), NOW, 'UTC')).toolTokens,
-    ).toBeGreaterThan(fewer.toolTokens);
+    expect((await plan()).toolTokens).toBeGreaterThan(fewer.toolTokens);
   });
 
-  it('falls back to the configured budget and the estimate when the gateway does not answer', async () => {
-    const silent = await connectTestBus(uniqueNamespace('context-budget-silent'));
-    try {
-      const budget = await planContextBudget(deps(silent), NOW, 'UTC');
+  it('falls back to the configured budget and the estimate when no model is known', async () => {
+    const budget = await planContextBudget(deps(bus), undefined, NOW, 'UTC');
 
-      expect(budget).toMatchObject({
-        model: undefined,
-        contextWindow: undefined,
-        tokenizer: 'estimate',
-        tokenBudget: 8_000,
-      });
-    } finally {
-      await silent.close();
-    }
+    expect(budget).toMatchObject({
+      model: undefined,
+      contextWindow: undefined,
+      tokenizer: 'estimate',
+      tokenBudget: 8_000,
+    });
   });
 });
 
@@ -180,9 +154,9 @@ describe('describeContext', () => {
       ],
       tokens: { profile: 4, relevant: 0, summaries: 0, recent: 9 },
     };
-    const silent = await connectTestBus(uniqueNamespace('context-budget-record'));
+    const bus = await connectTestBus(uniqueNamespace('context-budget-record'));
     try {
-      const budget = await planContextBudget(deps(silent, 8_000, []), NOW, 'UTC');
+      const budget = await planContextBudget(deps(bus, 8_000, []), undefined, NOW, 'UTC');
 
       expect(describeContext(budget, recall, userMessageId)).toEqual({
         model: null,
@@ -205,7 +179,7 @@ describe('describeContext', () => {
         },
       });
     } finally {
-      await silent.close();
+      await bus.close();
     }
   });
 });

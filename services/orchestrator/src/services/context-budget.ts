@@ -1,23 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
 import {
   type MemoryRecallResponse,
-  modelRoute,
   RECALL_PROFILE_LIMIT,
   RECALL_RELEVANT_LIMIT,
   RECALL_SUMMARY_LIMIT,
   type RoutedModel,
   type TokenizerFamily,
 } from '@jarvis/contracts';
-import type { Logger } from '@jarvis/telemetry';
 import { loadTokenCounter, type TokenCounter } from '@jarvis/tokens';
 import type { AgentTool } from '../tools/agent-tool';
 import { buildPrompt } from './build-prompt';
 
-// How long a turn waits to hear which model will answer before it sizes its context as if none
-// were known: the gateway answers from memory in a millisecond, so a longer wait means it is
-// down, and the model call will say so.
-const ROUTE_TIMEOUT_MS = 1_000;
 // What a chat API adds around each message (role and separators): OpenAI counts 3 tokens a
 // message and 3 more that prime the reply; Anthropic's and Ollama's formats are alike.
 const MESSAGE_FRAMING_TOKENS = 3;
@@ -40,8 +33,6 @@ export type ContextBudget = {
 };
 
 export type BudgetDeps = {
-  bus: Bus;
-  logger: Logger;
   tools: AgentTool[];
   // CONTEXT_TOKEN_BUDGET: the most recall may fill, whatever the window.
   contextTokenBudget: number;
@@ -64,14 +55,13 @@ export function computeTokenBudget(parts: {
   return Math.max(MIN_TOKEN_BUDGET, Math.min(parts.contextTokenBudget, room));
 }
 
-// `expected`: the answer of expectChatModel, when the turn asked for it earlier.
+// `model`: the one expected to answer (chat-route.ts), if model-gateway said.
 export async function planContextBudget(
   deps: BudgetDeps,
+  model: RoutedModel | undefined,
   now: Date,
   timeZone: string,
-  expected: Promise<RoutedModel | undefined> = expectChatModel(deps),
 ): Promise<ContextBudget> {
-  const model = await expected;
   const tokenizer = model?.tokenizer ?? 'estimate';
   const counter = await loadTokenCounter(tokenizer);
   const toolTokens = countToolTokens(counter, tokenizer, deps.tools);
@@ -149,27 +139,6 @@ export function describeContext(
       message,
     },
   };
-}
-
-// The first chat model not cooling down is the one a call tries first.
-export async function expectChatModel(
-  deps: Pick<BudgetDeps, 'bus' | 'logger'>,
-): Promise<RoutedModel | undefined> {
-  try {
-    const { models } = await deps.bus.request(
-      modelRoute,
-      { purpose: 'chat' },
-      { timeoutMs: ROUTE_TIMEOUT_MS },
-    );
-    return models.find((model) => model.coolingDownUntil === undefined) ?? models[0];
-  } catch (error) {
-    if (!(error instanceof BusError)) throw error;
-    deps.logger.warn(
-      { err: error },
-      'model-gateway did not say which model answers; context sized by CONTEXT_TOKEN_BUDGET',
-    );
-    return undefined;
-  }
 }
 
 // The prompt around what recall fills: persona, date, section headings, and the framing of as

@@ -18,6 +18,7 @@ import {
 import { recordSubmission } from '../repositories/submissions-repository';
 import { startOrchestratorDatabase } from '../test-database';
 import { watchTurnCancellations } from './cancel-turn';
+import { watchChatRoute } from './chat-route';
 import { runTurn, type TurnDeps } from './run-turn';
 
 // No memory or model gateway answers in this namespace: these tests cover the paths a turn takes
@@ -58,6 +59,7 @@ beforeAll(async () => {
     lockLeaseMs: 5_000,
     maxAttempts: MAX_DELIVER,
     cancellations: watchTurnCancellations(bus, redis),
+    chatRoute: watchChatRoute({ bus, logger: createLogger('orchestrator-test', 'silent') }),
   };
 });
 

@@ -6,6 +6,7 @@ import {
   extractionRequested,
   memoryAppend,
   memoryRecall,
+  type RoutedModel,
   type TurnEvent,
   type TurnRequested,
 } from '@jarvis/contracts';
@@ -44,7 +45,8 @@ import {
 } from './agent-loop';
 import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
-import { describeContext, expectChatModel, planContextBudget } from './context-budget';
+import type { ChatRoute } from './chat-route';
+import { describeContext, planContextBudget } from './context-budget';
 import { announce, approvalRequest, toEvent } from './turn-outcome';
 import { publishUserEvent } from './user-events';
 
@@ -67,6 +69,8 @@ export type TurnDeps = {
   approvalTtlMs: number;
   // Tells a turn this process runs that its user cancelled it, through whichever replica.
   cancellations: TurnCancellations;
+  // Which model is expected to answer, which the context is sized for.
+  chatRoute: ChatRoute;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -77,10 +81,10 @@ export async function runTurn(
   turn: TurnRequested,
   deliveryCount: number,
 ): Promise<Outcome> {
-  // Which model will answer is asked at once, beside loading and starting the run: the answer
-  // is there when the turn sizes its context. A turn that ends early, or resumes (its context
-  // is in its saved state), never reads it.
-  const expected = expectChatModel(deps);
+  // Which model will answer is asked at once (when not known already), beside loading and
+  // starting the run: the answer is there when the turn sizes its context. A turn that ends
+  // early, or resumes (its context is in its saved state), never reads it.
+  const expected = deps.chatRoute.expectModel();
   expected.catch(() => {});
   const { run, lock, isBehindEarlierTurn } = await findRunAndLock(deps, turn);
   // If Redis is gone the lease simply expires; the turn's outcome stands either way.
@@ -251,10 +255,10 @@ async function answer(
   run: Run,
   message: string | undefined,
   replyKey: string,
-  expected: ReturnType<typeof expectChatModel>,
+  expected: Promise<RoutedModel | undefined>,
 ): Promise<Finished> {
   const recallStarted = new Date();
-  const budget = await planContextBudget(deps, recallStarted, run.timeZone, expected);
+  const budget = await planContextBudget(deps, await expected, recallStarted, run.timeZone);
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,

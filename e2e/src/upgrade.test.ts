@@ -1,6 +1,9 @@
+import { createHash } from 'node:crypto';
+import { MemorySearchResponse } from '@jarvis/contracts';
 import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
+import { startTestDatabase, type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStackFixture } from './stack-fixture';
 
 // The migrations of the previous release (commit 30531fa), listed rather than taken from git:
 // a database as that release left it, bookkeeping without checksums included.
@@ -42,6 +45,17 @@ const USER = '00000000-0000-4000-8000-000000000001';
 const CONVERSATION = '00000000-0000-4000-8000-000000000002';
 const MESSAGE = '00000000-0000-4000-8000-000000000003';
 const RUN = '00000000-0000-4000-8000-000000000004';
+// Alice's key, stored by the previous release as its SHA-256.
+const API_KEY = `jv_${'a'.repeat(32)}`;
+const SAID = 'My sister adopted a beagle named Biscuit';
+// The previous release's sparse vector of SAID (with "Noted." after it as context) and its term
+// statistics, from its own stemmer ("sister" was "sist", "named" was "nam").
+const OLD_SPARSE =
+  '{235450:-0.22580703087115458,377333:0.38601966894078527,409912:0.22580703087115458,' +
+  '531495:0.22580703087115458,586231:-0.38601966894078527,772398:0.22580703087115458,' +
+  '772493:-0.38601966894078527,903325:-0.38601966894078527,968884:0.22580703087115458,' +
+  '1026551:0.38601966894078527}/1048576';
+const OLD_TERMS = ['sist', 'adopt', 'beagl', 'nam', 'biscuit'];
 
 function migrationsOf(service: string): URL {
   return new URL(`../../services/${service}/migrations/`, import.meta.url);
@@ -82,8 +96,8 @@ describe('upgrading a database from the previous release', () => {
     await pool.query(`INSERT INTO gateway.users (id, name) VALUES ($1, 'alice')`, [USER]);
     await pool.query(
       `INSERT INTO gateway.api_keys (id, user_id, prefix, key_hash, scope, name)
-       VALUES (gen_random_uuid(), $1, 'jv_abc', 'hash', 'user', 'laptop')`,
-      [USER],
+       VALUES (gen_random_uuid(), $1, 'jv_aaaaaaaa', $2, 'user', 'laptop')`,
+      [USER, createHash('sha256').update(API_KEY).digest('hex')],
     );
     await pool.query(
       `INSERT INTO memory.conversations (id, user_id, is_default) VALUES ($2, $1, true)`,
@@ -91,10 +105,22 @@ describe('upgrading a database from the previous release', () => {
     );
     await pool.query(
       `INSERT INTO memory.messages (id, user_id, conversation_id, role, content, created_at)
-       VALUES ($3, $1, $2, 'user', 'my sister is called Ana', '2026-11-01T10:00:00Z'),
+       VALUES ($3, $1, $2, 'user', $4, '2026-11-01T10:00:00Z'),
               (gen_random_uuid(), $1, $2, 'assistant', 'Noted.', '2026-11-01T10:00:01Z')`,
-      [USER, CONVERSATION, MESSAGE],
+      [USER, CONVERSATION, MESSAGE, SAID],
     );
+    // The message as the previous release indexed it: its sparse vector and term statistics.
+    await pool.query(
+      `INSERT INTO memory.embeddings (item_kind, item_id, model, user_id, conversation_id,
+                                      item_created_at, sparse)
+       VALUES ('message', $3, 'local-sparse-v1', $1, $2, '2026-11-01T10:00:00Z', $4)`,
+      [USER, CONVERSATION, MESSAGE, OLD_SPARSE],
+    );
+    await pool.query(
+      `INSERT INTO memory.term_stats (user_id, term, items) SELECT $1, unnest($2::text[]), 1`,
+      [USER, OLD_TERMS],
+    );
+    await pool.query('INSERT INTO memory.item_counts (user_id, items) VALUES ($1, 1)', [USER]);
     await pool.query(
       `INSERT INTO memory.facts (id, user_id, content) VALUES (gen_random_uuid(), $1, 'Sister: Ana')`,
       [USER],
@@ -127,7 +153,7 @@ describe('upgrading a database from the previous release', () => {
     expect(upgraded).toEqual({
       gateway: [],
       orchestrator: ['006_turn_submissions.sql'],
-      memory: ['014_import_batches.sql'],
+      memory: ['014_import_batches.sql', '015_postgres_terms.sql'],
       model_gateway: [],
       scheduler: [],
     });
@@ -144,6 +170,51 @@ describe('upgrading a database from the previous release', () => {
         `SELECT name FROM ${schema}.schema_migrations WHERE checksum IS NULL`,
       );
       expect(missing.rows, schema).toEqual([]);
+    }
+    // The term statistics are counted again with the terms Postgres' text search gives.
+    const terms = await pool.query<{ term: string }>(
+      'SELECT term FROM memory.term_stats WHERE user_id = $1 AND items = 1 ORDER BY term',
+      [USER],
+    );
+    expect(terms.rows.map((row) => row.term)).toEqual([
+      'adopt',
+      'beagl',
+      'biscuit',
+      'name',
+      'sister',
+    ]);
+  });
+
+  it('finds what the previous release stored, its sparse vector embedded again', async () => {
+    const { pool } = database;
+    const fixture = await startStackFixture({}, { databaseUrl: database.url });
+    try {
+      // Memory re-embeds the old vectors in the background after it starts.
+      await waitFor(
+        async () => {
+          const { rows } = await pool.query<{ count: string }>(
+            'SELECT count(*) FROM memory.sparse_reembed_queue',
+          );
+          return rows[0]?.count === '0' ? true : undefined;
+        },
+        { timeoutMs: 30_000, what: 'the re-embed queue to empty' },
+      );
+      const { rows } = await pool.query<{ sparse: string }>(
+        'SELECT sparse::text FROM memory.embeddings WHERE item_id = $1',
+        [MESSAGE],
+      );
+      expect(rows[0]?.sparse).not.toBe(OLD_SPARSE);
+
+      const response = await fetch(`${fixture.stack.gatewayUrl}/v1/memory/search`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: "What is the name of my sister's dog?", limit: 3 }),
+      });
+      expect(response.status).toBe(200);
+      const { results } = MemorySearchResponse.parse(await response.json());
+      expect(results[0]?.text).toBe(SAID);
+    } finally {
+      await fixture.close();
     }
   });
 });

@@ -1,2 +1,1 @@
 export * from './local-embedder';
-export * from './terms';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  countTermsByItem,
   dot,
   embedDocument,
   embedQuery,
@@ -10,6 +11,11 @@ import {
 } from './local-embedder';
 
 const SAME_WEIGHT = () => 1;
+
+// Terms as memory gets them from Postgres: stop words gone, each word stemmed, in text order.
+function terms(text: string): string[] {
+  return text.split(' ');
+}
 
 function sumOfSquares(vector: SparseVector): number {
   return vector.values.reduce((sum, value) => sum + value * value, 0);
@@ -28,8 +34,8 @@ function expectSortedUniqueIndices(vector: SparseVector): void {
 
 describe('embedDocument', () => {
   const input = {
-    text: 'We adopted a rescue dog named Max last spring',
-    context: 'He loves long walks by the river',
+    terms: terms('adopt rescu dog name max last spring'),
+    context: terms('love long walk river'),
   };
 
   it('embeds the same text to the same vector every time', () => {
@@ -45,20 +51,20 @@ describe('embedDocument', () => {
     expect(vector.values.every((value) => value !== 0)).toBe(true);
   });
 
-  it('has an empty vector for text of only stop words', () => {
-    expect(embedDocument({ text: 'what is the' })).toEqual({ indices: [], values: [] });
+  it('has an empty vector for text without terms (only stop words)', () => {
+    expect(embedDocument({ terms: [] })).toEqual({ indices: [], values: [] });
   });
 
   it('counts its context towards a query about it, but less than its own text', () => {
-    const query = embedQuery('dog named Max', SAME_WEIGHT);
-    const plain = embedDocument({ text: 'We went hiking in the hills' });
+    const query = embedQuery(terms('dog name max'), SAME_WEIGHT);
+    const plain = embedDocument({ terms: terms('went hike hill') });
     const withContext = embedDocument({
-      text: 'We went hiking in the hills',
-      context: 'We adopted a dog named Max',
+      terms: terms('went hike hill'),
+      context: terms('adopt dog name max'),
     });
     const aboutIt = embedDocument({
-      text: 'We adopted a dog named Max',
-      context: 'We went hiking in the hills',
+      terms: terms('adopt dog name max'),
+      context: terms('went hike hill'),
     });
 
     expect(dot(query, plain)).toBe(0);
@@ -67,10 +73,10 @@ describe('embedDocument', () => {
   });
 
   it('weighs a repeated word sub-linearly', () => {
-    const once = embedDocument({ text: 'sunrise lake' });
-    const often = embedDocument({ text: 'sunrise sunrise sunrise sunrise lake' });
-    const sunrise = embedQuery('sunrise', SAME_WEIGHT);
-    const lake = embedQuery('lake', SAME_WEIGHT);
+    const once = embedDocument({ terms: terms('sunris lake') });
+    const often = embedDocument({ terms: terms('sunris sunris sunris sunris lake') });
+    const sunrise = embedQuery(['sunris'], SAME_WEIGHT);
+    const lake = embedQuery(['lake'], SAME_WEIGHT);
 
     expect(dot(sunrise, often)).toBeGreaterThan(dot(sunrise, once));
     // Four times the word is far from four times the weight: the lake still counts.
@@ -79,41 +85,40 @@ describe('embedDocument', () => {
 
   it('keeps at most 1,000 non-zero entries of a very long text, the strongest ones', () => {
     const words = Array.from({ length: 3_000 }, (_, index) => `word${index}`);
-    const text = `${'sunrise '.repeat(30)}${words.join(' ')}`;
 
-    const vector = embedDocument({ text });
+    const vector = embedDocument({ terms: [...Array(30).fill('sunris'), ...words] });
 
     expect(vector.indices).toHaveLength(1_000);
     expect(sumOfSquares(vector)).toBeCloseTo(1, 10);
     expectSortedUniqueIndices(vector);
     // The repeated word outweighs every once-said word, so it survives the cut.
-    const [sunriseIndex] = embedQuery('sunrise', SAME_WEIGHT).indices;
+    const [sunriseIndex] = embedQuery(['sunris'], SAME_WEIGHT).indices;
     expect(vector.indices).toContain(sunriseIndex);
   });
 });
 
 describe('embedQuery', () => {
   it('ranks a document with the rare query term above one with only the common term', () => {
-    const rareTerm = embedDocument({ text: 'I tried sushi for the first time' });
-    const commonTerm = embedDocument({ text: 'I had lunch with my sister' });
+    const rareTerm = embedDocument({ terms: terms('tri sushi first time') });
+    const commonTerm = embedDocument({ terms: terms('lunch sister') });
     const rarity = (weights: Record<string, number>) => (term: string) => weights[term] ?? 1;
 
-    const sushiIsRare = embedQuery('sushi lunch', rarity({ sushi: 8, lunch: 0.2 }));
-    const lunchIsRare = embedQuery('sushi lunch', rarity({ sushi: 0.2, lunch: 8 }));
+    const sushiIsRare = embedQuery(terms('sushi lunch'), rarity({ sushi: 8, lunch: 0.2 }));
+    const lunchIsRare = embedQuery(terms('sushi lunch'), rarity({ sushi: 0.2, lunch: 8 }));
 
     expect(dot(sushiIsRare, rareTerm)).toBeGreaterThan(3 * dot(sushiIsRare, commonTerm));
     expect(dot(lunchIsRare, commonTerm)).toBeGreaterThan(3 * dot(lunchIsRare, rareTerm));
   });
 
   it('returns a unit vector with sorted, unique indices', () => {
-    const query = embedQuery('when is my dentist appointment', (term) => term.length);
+    const query = embedQuery(terms('dentist appoint'), (term) => term.length);
 
     expect(sumOfSquares(query)).toBeCloseTo(1, 10);
     expectSortedUniqueIndices(query);
   });
 
-  it('has an empty vector for a query of only stop words', () => {
-    expect(embedQuery('what is the', SAME_WEIGHT)).toEqual({ indices: [], values: [] });
+  it('has an empty vector for a query without terms (only stop words)', () => {
+    expect(embedQuery([], SAME_WEIGHT)).toEqual({ indices: [], values: [] });
   });
 });
 
@@ -133,13 +138,13 @@ describe('dot', () => {
   });
 
   it('is 1 for an embedded text with itself', () => {
-    const vector = embedDocument({ text: 'I painted a sunrise over the lake' });
+    const vector = embedDocument({ terms: terms('paint sunris lake') });
 
     expect(dot(vector, vector)).toBeCloseTo(1, 10);
   });
 
   it('is 0 against an empty vector', () => {
-    expect(dot(embedDocument({ text: 'sunrise' }), { indices: [], values: [] })).toBe(0);
+    expect(dot(embedDocument({ terms: ['sunris'] }), { indices: [], values: [] })).toBe(0);
   });
 });
 
@@ -160,9 +165,9 @@ describe('expandQuery', () => {
   });
 
   it('lets a query reach a document that shares words only with the feedback', () => {
-    const query = embedQuery('dentist', SAME_WEIGHT);
-    const feedback = embedDocument({ text: 'dentist appointment to fix my cracked molar' });
-    const related = embedDocument({ text: 'the molar still hurts' });
+    const query = embedQuery(['dentist'], SAME_WEIGHT);
+    const feedback = embedDocument({ terms: terms('dentist appoint fix crack molar') });
+    const related = embedDocument({ terms: terms('molar still hurt') });
 
     const expanded = expandQuery(query, [feedback], 0.5);
 
@@ -175,9 +180,22 @@ describe('expandQuery', () => {
   });
 
   it('returns the query as it is without feedback', () => {
-    const query = embedQuery('dentist appointment', SAME_WEIGHT);
+    const query = embedQuery(terms('dentist appoint'), SAME_WEIGHT);
 
     expect(expandQuery(query, [], 0.5)).toEqual(query);
+  });
+});
+
+describe('countTermsByItem', () => {
+  it('counts each term once per item that has it', () => {
+    const counts = countTermsByItem([terms('paint paint lake'), terms('lake'), []]);
+
+    expect(counts).toEqual(
+      new Map([
+        ['paint', 1],
+        ['lake', 2],
+      ]),
+    );
   });
 });
 

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { toTerms } from './terms';
 
-// The built-in embedder: no weights, deterministic. Stemmed terms and term pairs are hashed into
+// The built-in embedder: no weights, deterministic. Terms and term pairs are hashed into
 // 2^20 signed buckets and kept sparse (pgvector `sparsevec`), so unlike a small dense hash there
 // are almost no collisions. A text's neighbours in its conversation count at half weight, since a
 // question and its answer often sit in adjacent turns. At query time each term is weighted by its
 // rarity in the user's memory (inverse document frequency), which the caller supplies.
+// The terms come from the caller too, in the order they occur: memory takes them from Postgres'
+// own text search (its parser, stop words and Snowball stemmer), so a term here and a lexeme of
+// its full-text search are one and the same.
 // Character n-grams were tried: with stemming they added under 0.01 recall on LoCoMo but made
 // vectors ten times denser, and HNSW inserts ten times slower.
 
@@ -20,15 +22,15 @@ const CONTEXT_WEIGHT = 0.5;
 export type SparseVector = { indices: number[]; values: number[] };
 
 export type EmbedInput = {
-  text: string;
-  // Surrounding text (e.g. the previous and next message), weighted below the text itself.
-  context?: string;
+  terms: string[];
+  // The terms of surrounding text (e.g. the previous and next message), weighted below the
+  // text's own.
+  context?: string[];
 };
 
 type Features = Map<string, { weight: number; term: string }>;
 
-function addFeatures(features: Features, text: string, scale: number): void {
-  const terms = toTerms(text);
+function addFeatures(features: Features, terms: string[], scale: number): void {
   const add = (key: string, weight: number, term: string) => {
     const existing = features.get(key);
     features.set(key, { weight: (existing?.weight ?? 0) + weight * scale, term });
@@ -80,15 +82,18 @@ function toSparse(
 // relevant.
 export function embedDocument(input: EmbedInput): SparseVector {
   const features: Features = new Map();
-  addFeatures(features, input.text, 1);
+  addFeatures(features, input.terms, 1);
   if (input.context) addFeatures(features, input.context, CONTEXT_WEIGHT);
   return toSparse(features, (_term, weight) => Math.log1p(weight));
 }
 
 // A search query: each feature weighted by the inverse document frequency of its term.
-export function embedQuery(text: string, inverseFrequency: (term: string) => number): SparseVector {
+export function embedQuery(
+  terms: string[],
+  inverseFrequency: (term: string) => number,
+): SparseVector {
   const features: Features = new Map();
-  addFeatures(features, text, 1);
+  addFeatures(features, terms, 1);
   return toSparse(features, (term, weight) => weight * inverseFrequency(term));
 }
 
@@ -125,6 +130,16 @@ export function expandQuery(
   }
   const entries = [...merged].sort((a, b) => a[0] - b[0]);
   return { indices: entries.map(([index]) => index), values: entries.map(([, value]) => value) };
+}
+
+// In how many of the items each term occurs (each item given as its terms): what the term
+// statistics count.
+export function countTermsByItem(items: string[][]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const terms of items) {
+    for (const term of new Set(terms)) counts.set(term, (counts.get(term) ?? 0) + 1);
+  }
+  return counts;
 }
 
 // BM25's inverse document frequency, never negative.

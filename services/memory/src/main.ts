@@ -16,6 +16,7 @@ import { registerHandlers, startCompactionWorker, startExtractionWorker } from '
 import { startDenseIndexer } from './services/dense-index';
 import { DEFAULT_INDEXER, startMessageIndexer } from './services/index-messages';
 import { loadItems } from './services/search-service';
+import { startSparseReembed } from './services/sparse-reembed';
 import { configureVectorSearch } from './vector-search-settings';
 
 const env = loadEnv();
@@ -62,6 +63,7 @@ await bootService(
       holdMs: env.MESSAGE_INDEX_HOLD_MS,
     });
     const dense = startDenseIndexer(bus, pool, loadItems);
+    const reembed = startSparseReembed(pool, logger);
     registerHandlers(bus, pool, indexer, compaction, dense);
     registerFileHandlers(bus, pool);
     registerDocumentHandlers(bus, pool);
@@ -82,6 +84,7 @@ await bootService(
       stop: async () => {
         await compactionWorker.stop();
         await extractionWorker.stop();
+        await reembed.stop();
         await dense.stop();
         await indexer.stop();
       },

@@ -10,6 +10,7 @@ import {
   type ItemDetails,
   type SearchSource,
   type TextFilter,
+  termsQuery,
 } from './search-repository';
 
 export type NewDocument = {
@@ -182,23 +183,23 @@ export async function removeDocument(db: PoolClient, userId: string, id: string)
   return (rowCount ?? 0) > 0;
 }
 
-// Full-text matches of any of the query's words, best Postgres rank first.
+// Full-text matches of any of the terms, best Postgres rank first.
 async function searchChunkText(
   db: Queryable,
   filter: TextFilter,
-  words: string[],
+  terms: string[],
   limit: number,
 ): Promise<string[]> {
   // Documents belong to no conversation: a search within one finds none.
-  if (words.length === 0 || filter.conversationId !== undefined) return [];
+  if (terms.length === 0 || filter.conversationId !== undefined) return [];
   const { rows } = await db.query<{ id: string }>(
-    `SELECT c.id FROM memory.document_chunks c, to_tsquery('english', $2) q
-     WHERE c.user_id = $1 AND c.search @@ q
+    `SELECT c.id FROM memory.document_chunks c, (SELECT ${termsQuery('$2')} AS q) query
+     WHERE c.user_id = $1 AND c.search @@ query.q
        AND ($3::timestamptz IS NULL OR c.created_at >= $3)
        AND ($4::timestamptz IS NULL OR c.created_at < $4)
-     ORDER BY ts_rank_cd(c.search, q) DESC, c.created_at DESC, c.id
+     ORDER BY ts_rank_cd(c.search, query.q) DESC, c.created_at DESC, c.id
      LIMIT $5`,
-    [filter.userId, words.join(' | '), filter.from ?? null, filter.to ?? null, limit],
+    [filter.userId, terms, filter.from ?? null, filter.to ?? null, limit],
   );
   return rows.map((row) => row.id);
 }

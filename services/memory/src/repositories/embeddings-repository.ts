@@ -57,6 +57,32 @@ export async function upsertLocalEmbeddings(
   );
 }
 
+// Replaces sparse vectors in place, each only if its row is still the one written at
+// `writtenAt`: a row written since (an indexer that embedded the item again) or deleted (the item
+// forgotten) is left as it is. Item, owner, date and write time stay, so the dense indexer's walk
+// by write time does not see the item as new.
+export async function replaceSparseVectors(
+  db: Queryable,
+  model: string,
+  rows: { kind: MemoryKind; itemId: string; writtenAt: string; vector: SparseVector }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `UPDATE memory.embeddings e SET sparse = v.sparse::sparsevec
+     FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::text[])
+       AS v(kind, item_id, written_at, sparse)
+     WHERE e.item_kind = v.kind AND e.item_id = v.item_id AND e.model = $1
+       AND e.created_at = v.written_at`,
+    [
+      model,
+      rows.map((row) => row.kind),
+      rows.map((row) => row.itemId),
+      rows.map((row) => row.writtenAt),
+      rows.map((row) => toSparsevecText(row.vector)),
+    ],
+  );
+}
+
 export type VectorFilter = {
   userId: string;
   model: string;

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Fact, FactCategory } from '@jarvis/contracts';
 import type { PoolClient, Queryable } from '@jarvis/db';
-import type { ItemDetails, SearchSource, TextFilter } from './search-repository';
+import {
+  type ItemDetails,
+  type SearchSource,
+  type TextFilter,
+  termsQuery,
+} from './search-repository';
 
 export type FactFields = {
   category: FactCategory;
@@ -200,23 +205,23 @@ export async function deleteFactEmbeddings(
   );
 }
 
-// Full-text matches of any of the query's words among valid facts, best Postgres rank first.
+// Full-text matches of any of the terms among valid facts, best Postgres rank first.
 // Facts belong to no conversation, so a search within one finds none.
 async function searchFactText(
   db: Queryable,
   filter: TextFilter,
-  words: string[],
+  terms: string[],
   limit: number,
 ): Promise<string[]> {
-  if (words.length === 0 || filter.conversationId !== undefined) return [];
+  if (terms.length === 0 || filter.conversationId !== undefined) return [];
   const { rows } = await db.query<{ id: string }>(
-    `SELECT f.id FROM memory.facts f, to_tsquery('english', $2) q
-     WHERE f.user_id = $1 AND f.valid_to IS NULL AND f.search @@ q
+    `SELECT f.id FROM memory.facts f, (SELECT ${termsQuery('$2')} AS q) query
+     WHERE f.user_id = $1 AND f.valid_to IS NULL AND f.search @@ query.q
        AND ($3::timestamptz IS NULL OR f.created_at >= $3)
        AND ($4::timestamptz IS NULL OR f.created_at < $4)
-     ORDER BY ts_rank_cd(f.search, q) DESC, f.created_at DESC
+     ORDER BY ts_rank_cd(f.search, query.q) DESC, f.created_at DESC
      LIMIT $5`,
-    [filter.userId, words.join(' | '), filter.from ?? null, filter.to ?? null, limit],
+    [filter.userId, terms, filter.from ?? null, filter.to ?? null, limit],
   );
   return rows.map((row) => row.id);
 }

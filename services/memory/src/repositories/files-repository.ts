@@ -12,6 +12,7 @@ import {
   type ItemDetails,
   type SearchSource,
   type TextFilter,
+  termsQuery,
 } from './search-repository';
 
 export type StoredFile = MemoryFile & { id: string };
@@ -339,18 +340,18 @@ export async function searchLiveFiles(
 async function searchFileText(
   db: Queryable,
   filter: TextFilter,
-  words: string[],
+  terms: string[],
   limit: number,
 ): Promise<string[]> {
   // Files belong to no conversation.
-  if (words.length === 0 || filter.conversationId) return [];
+  if (terms.length === 0 || filter.conversationId) return [];
   const { rows } = await db.query<{ id: string }>(
-    `SELECT f.id FROM memory.files f, to_tsquery('english', $2) q
-     WHERE f.user_id = $1 AND f.deleted_at IS NULL AND f.search @@ q
+    `SELECT f.id FROM memory.files f, (SELECT ${termsQuery('$2')} AS q) query
+     WHERE f.user_id = $1 AND f.deleted_at IS NULL AND f.search @@ query.q
        AND ($3::timestamptz IS NULL OR f.updated_at >= $3)
        AND ($4::timestamptz IS NULL OR f.updated_at < $4)
-     ORDER BY ts_rank_cd(f.search, q) DESC LIMIT $5`,
-    [filter.userId, words.join(' | '), filter.from ?? null, filter.to ?? null, limit],
+     ORDER BY ts_rank_cd(f.search, query.q) DESC LIMIT $5`,
+    [filter.userId, terms, filter.from ?? null, filter.to ?? null, limit],
   );
   return rows.map((row) => row.id);
 }

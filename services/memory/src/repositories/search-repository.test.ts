@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createPool, type Pool } from '@jarvis/db';
+import type { Pool } from '@jarvis/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MemoryHarness, startMemoryHarness } from '../test-harness';
-import { messageSource, TEXT_MATCH_BUDGET } from './search-repository';
+import { messageSource } from './search-repository';
+import { readTerms } from './terms-repository';
 
 let memory: MemoryHarness;
 let pool: Pool;
@@ -32,44 +33,44 @@ async function storeMessages(userId: string, contents: string[]): Promise<string
 }
 
 describe('message full-text search', () => {
-  it("leaves out the words Postgres' statistics find in more messages than the budget", async () => {
+  const everywhere = (userId: string) => ({
+    userId,
+    conversationId: undefined,
+    from: undefined,
+    to: undefined,
+  });
+
+  it('matches the terms as the lexemes they are, without stemming them again', async () => {
     const userId = randomUUID();
-    // "supportive" and "supporting" are one lexeme to Postgres ("support"), two terms to the
-    // term statistics, which could call the word rare.
-    const common = await storeMessages(
-      userId,
-      Array.from(
-        { length: TEXT_MATCH_BUDGET + 200 },
-        (_, index) => `The team was supporting release ${index}.`,
-      ),
-    );
-    const rare = await storeMessages(userId, [
+    const [painted, zebra] = await storeMessages(userId, [
+      'I painted the fence.',
       'A zebra crossed the road.',
-      'The zebra at the zoo was supportive.',
     ]);
-    // Without statistics nothing is known to be common.
-    const unfiltered = await messageSource.searchText(
+    const [terms] = await readTerms(pool, ['paintings']);
+
+    expect(terms).toEqual(['paint']);
+    expect(await messageSource.searchText(pool, everywhere(userId), ['paint'], 10)).toEqual([
+      painted,
+    ]);
+    // "zebra" is its own lexeme; "zebras" is not a lexeme at all, so it matches nothing.
+    expect(await messageSource.searchText(pool, everywhere(userId), ['zebra'], 10)).toEqual([
+      zebra,
+    ]);
+    expect(await messageSource.searchText(pool, everywhere(userId), ['zebras'], 10)).toEqual([]);
+  });
+
+  it('reads no term as query syntax, whatever characters it holds', async () => {
+    const userId = randomUUID();
+    const [kitchen] = await storeMessages(userId, ['A state-of-the-art kitchen, at last.']);
+    const odd = ["it's", 'a\\b', "back\\'slash", 'foo:*', '!x', '(', 'x <-> y', '|'];
+
+    const found = await messageSource.searchText(
       pool,
-      { userId, conversationId: undefined, from: undefined, to: undefined },
-      ['supportive', 'zebra'],
-      5_000,
+      everywhere(userId),
+      [...odd, 'state-of-the-art'],
+      10,
     );
-    expect(unfiltered.length).toBe(common.length + rare.length);
 
-    await pool.query('ANALYZE memory.messages');
-    // The list of common lexemes is read again once a minute: a new pool reads it at once.
-    const freshPool = createPool({ url: memory.db.url, applicationName: 'test', max: 1 });
-    try {
-      const found = await messageSource.searchText(
-        freshPool,
-        { userId, conversationId: undefined, from: undefined, to: undefined },
-        ['supportive', 'zebra'],
-        5_000,
-      );
-
-      expect(found.sort()).toEqual([...rare].sort());
-    } finally {
-      await freshPool.end();
-    }
+    expect(found).toEqual([kitchen]);
   });
 });

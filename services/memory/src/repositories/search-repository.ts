@@ -4,7 +4,8 @@ import type { Queryable } from '@jarvis/db';
 // A kind of item memory search can find: its own full-text search and how to load its items.
 // Vector search is shared (memory.embeddings holds every kind).
 export type SearchSource = {
-  searchText(db: Queryable, filter: TextFilter, words: string[], limit: number): Promise<string[]>;
+  // `terms` are lexemes (memory.terms), matched as they are.
+  searchText(db: Queryable, filter: TextFilter, terms: string[], limit: number): Promise<string[]>;
   load(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]>;
   // For kinds that keep track of use: the items a search returned.
   markReturned?(db: Queryable, userId: string, ids: string[]): Promise<void>;
@@ -23,80 +24,30 @@ export type TextFilter = {
 // are left to the vector ranker. A larger budget finds no more on LoCoMo, only slower.
 export const TEXT_MATCH_BUDGET = 1_000;
 
-// The words come chosen by the term statistics, but Postgres stems its own way: "supportive" is
-// "supportiv" to the terms and "support" to Postgres, a far commoner lexeme. So a message search
-// also leaves out the lexemes that Postgres' own statistics of the column (pg_stats, kept by
-// ANALYZE) say are in more than TEXT_MATCH_BUDGET messages: one of them can multiply the messages
-// a recall's full-text search ranks. The list is read at most once a minute per pool, in the
-// background after the first read.
-const COMMON_LEXEMES_TTL_MS = 60_000;
-type CommonLexemes = { lexemes: string[]; readAt: number; reading?: Promise<void> };
-const commonLexemesByPool = new WeakMap<Queryable, CommonLexemes>();
-
-async function readCommonLexemes(db: Queryable): Promise<string[]> {
-  // most_common_elem_freqs ends with three more numbers than there are elements (their
-  // minimum, maximum and the share of empty values): their rows have no lexeme.
-  const { rows } = await db.query<{ lexeme: string }>(
-    `SELECT e.lexeme FROM pg_stats s,
-       unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
-     WHERE s.schemaname = 'memory' AND s.tablename = 'messages' AND s.attname = 'search'
-       AND e.lexeme IS NOT NULL
-       AND e.freq * (SELECT reltuples FROM pg_class WHERE oid = 'memory.messages'::regclass) > $1`,
-    [TEXT_MATCH_BUDGET],
-  );
-  return rows.map((row) => row.lexeme);
+// The terms as one OR query for full-text search, from the query's parameter `param` (a text
+// array). Each goes in quoted, its backslashes and quotes escaped: no term reads as tsquery
+// syntax, and none is stemmed a second time, since it is a lexeme already.
+export function termsQuery(param: string): string {
+  const quoted = `'''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || ''''`;
+  return `(SELECT string_agg(${quoted}, ' | ')::tsquery FROM unnest(${param}::text[]) AS term)`;
 }
 
-function commonLexemesOf(db: Queryable): CommonLexemes {
-  const known = commonLexemesByPool.get(db);
-  if (known) return known;
-  const created: CommonLexemes = { lexemes: [], readAt: 0 };
-  commonLexemesByPool.set(db, created);
-  return created;
-}
-
-async function commonMessageLexemes(db: Queryable): Promise<string[]> {
-  const known = commonLexemesOf(db);
-  if (!known.reading && Date.now() - known.readAt > COMMON_LEXEMES_TTL_MS) {
-    known.reading = readCommonLexemes(db)
-      .then((lexemes) => {
-        known.lexemes = lexemes;
-      })
-      // A failed read keeps the list there was (none at first) until the next minute: the
-      // search goes on, only less trimmed.
-      .catch(() => {})
-      .finally(() => {
-        known.readAt = Date.now();
-        known.reading = undefined;
-      });
-  }
-  // A pool's first searches wait for the first read; later ones never wait.
-  if (known.readAt === 0) await known.reading;
-  return known.lexemes;
-}
-
-// Matches full-text ranking looks at, at most. The words come chosen so that their matches add
-// up to TEXT_MATCH_BUDGET (search-service.ts), but by the term statistics, and Postgres splits
-// and stems words its own way, so a word can still match a large share of a big memory, all of
-// it ranked on the turn's path. Past the cap, the ranking is of the first matches found.
+// Matches full-text ranking looks at, at most. The terms come chosen so that their matches add
+// up to TEXT_MATCH_BUDGET by the term statistics (search-service.ts), but those count a message
+// only once it is indexed, and a turn's recall does not wait for that: the cap holds whatever
+// the counts leave out. Past it, the ranking is of the first matches found.
 const MESSAGE_TEXT_MATCHES_MAX = 5_000;
 
-// Full-text matches of any of the query's words, best Postgres rank first.
+// Full-text matches of any of the terms, best Postgres rank first.
 async function searchMessageText(
   db: Queryable,
   filter: TextFilter,
-  words: string[],
+  terms: string[],
   limit: number,
 ): Promise<string[]> {
-  if (words.length === 0) return [];
-  const common = await commonMessageLexemes(db);
-  // The query's lexemes as Postgres stems them, less the common ones, as an OR query (none
-  // left: no query, no match).
+  if (terms.length === 0) return [];
   const { rows } = await db.query<{ id: string }>(
-    `WITH q AS (
-       SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q
-       FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS lexeme
-       WHERE lexeme <> ALL($8::text[]))
+    `WITH q AS (SELECT ${termsQuery('$2')} AS q)
      SELECT m.id FROM (
        SELECT id, search, seq FROM memory.messages
        WHERE user_id = $1 AND search @@ (SELECT q FROM q) AND forgotten_at IS NULL
@@ -109,13 +60,12 @@ async function searchMessageText(
      LIMIT $6`,
     [
       filter.userId,
-      words.join(' '),
+      terms,
       filter.conversationId ?? null,
       filter.from ?? null,
       filter.to ?? null,
       limit,
       MESSAGE_TEXT_MATCHES_MAX,
-      common,
     ],
   );
   return rows.map((row) => row.id);

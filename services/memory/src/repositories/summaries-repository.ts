@@ -5,6 +5,7 @@ import {
   type ItemDetails,
   type SearchSource,
   type TextFilter,
+  termsQuery,
 } from './search-repository';
 
 export type TailMessage = { seq: number; role: string; content: string; createdAt: Date };
@@ -117,20 +118,20 @@ export async function listSummaries(
 async function searchSummaryText(
   db: Queryable,
   filter: TextFilter,
-  words: string[],
+  terms: string[],
   limit: number,
 ): Promise<string[]> {
-  if (words.length === 0) return [];
+  if (terms.length === 0) return [];
   const { rows } = await db.query<{ id: string }>(
-    `SELECT s.id FROM memory.summaries s, to_tsquery('english', $2) q
-     WHERE s.user_id = $1 AND s.search @@ q
+    `SELECT s.id FROM memory.summaries s, (SELECT ${termsQuery('$2')} AS q) query
+     WHERE s.user_id = $1 AND s.search @@ query.q
        AND ($3::uuid IS NULL OR s.conversation_id = $3)
        AND ($4::timestamptz IS NULL OR s.to_at >= $4)
        AND ($5::timestamptz IS NULL OR s.from_at < $5)
-     ORDER BY ts_rank_cd(s.search, q) DESC LIMIT $6`,
+     ORDER BY ts_rank_cd(s.search, query.q) DESC LIMIT $6`,
     [
       filter.userId,
-      words.join(' | '),
+      terms,
       filter.conversationId ?? null,
       filter.from ?? null,
       filter.to ?? null,

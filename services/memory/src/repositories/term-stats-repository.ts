@@ -23,26 +23,34 @@ export async function addTermCounts(
   );
 }
 
-export async function loadTermCounts(
+// A query's terms (memory.terms: in order, repeats kept) and their statistics: in how many of
+// the user's items each occurs, and how many items the user has.
+export async function loadQueryTerms(
   db: Queryable,
   userId: string,
-  terms: string[],
-): Promise<{ items: number; counts: Map<string, number> }> {
-  // One statement, not two side by side: on a small machine each statement costs a round trip's
-  // CPU on both ends, whatever it reads. The row without a term is the user's item count.
-  const { rows } = await db.query<{ term: string | null; items: string }>(
-    `SELECT NULL AS term, items FROM memory.item_counts WHERE user_id = $1
+  query: string,
+): Promise<{ terms: string[]; items: number; counts: Map<string, number> }> {
+  // One statement, not three side by side: on a small machine each statement costs a round
+  // trip's CPU on both ends, whatever it reads. The row without a term has the user's item count
+  // and the query's terms.
+  const { rows } = await db.query<{ term: string | null; items: string | null; terms: string[] }>(
+    `SELECT NULL AS term, (SELECT items FROM memory.item_counts WHERE user_id = $1) AS items,
+       memory.terms($2) AS terms
      UNION ALL
-     SELECT term, items FROM memory.term_stats WHERE user_id = $1 AND term = ANY($2::text[])`,
-    [userId, terms],
+     SELECT term, items, NULL FROM memory.term_stats
+     WHERE user_id = $1 AND term = ANY(memory.terms($2))`,
+    [userId, query],
   );
   const counts = new Map<string, number>();
   let items = 0;
+  let terms: string[] = [];
   for (const row of rows) {
-    if (row.term === null) items = Number(row.items);
-    else counts.set(row.term, Number(row.items));
+    if (row.term === null) {
+      items = Number(row.items ?? 0);
+      terms = row.terms;
+    } else counts.set(row.term, Number(row.items));
   }
-  return { items, counts };
+  return { terms, items, counts };
 }
 
 // The reverse of addTermCounts, for items that change or go away, so rarity weights do not drift.

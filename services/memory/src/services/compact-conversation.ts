@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, publishWork } from '@jarvis/bus';
 import { compactionRequested, modelChat } from '@jarvis/contracts';
 import { type Pool, type Queryable, withBatchTransaction } from '@jarvis/db';
-import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { estimateTokens } from '@jarvis/tokens';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
@@ -13,6 +13,7 @@ import {
   type TailMessage,
 } from '../repositories/summaries-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 
 export type CompactionSettings = {
   // A tail longer than this is summarised...
@@ -111,6 +112,7 @@ export async function indexSummary(
   userId: string,
   summary: { id: string; conversationId: string; content: string; toAt: Date },
 ): Promise<void> {
+  const terms = await readTerms(db, [summary.content]);
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
     {
       kind: 'summary',
@@ -118,10 +120,10 @@ export async function indexSummary(
       userId,
       conversationId: summary.conversationId,
       itemCreatedAt: summary.toAt,
-      vector: embedDocument({ text: summary.content }),
+      vector: embedDocument({ terms: terms[0] ?? [] }),
     },
   ]);
-  await addTermCounts(db, userId, countTermsByText([summary.content]), 1);
+  await addTermCounts(db, userId, countTermsByItem(terms), 1);
 }
 
 function tailTokens(tail: TailMessage[]): number {

@@ -11,8 +11,8 @@ import type {
   MemoryDocumentsListRequest,
   MemoryDocumentsListResponse,
 } from '@jarvis/contracts';
-import { type Pool, withBatchTransaction, withTransaction } from '@jarvis/db';
-import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { type Pool, type Queryable, withBatchTransaction, withTransaction } from '@jarvis/db';
+import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import {
   deleteChunkEmbeddings,
@@ -27,6 +27,7 @@ import {
 } from '../repositories/documents-repository';
 import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 import { chunkText, htmlToText, markdownToText } from './chunk-text';
 
 type IngestRequest = z.output<typeof MemoryDocumentsIngestRequest>;
@@ -51,22 +52,32 @@ function documentNotFound(): BusError {
 }
 
 // Each chunk is embedded with the chunks on either side as context, like a message with its
-// neighbours, and counted once in the user's term statistics. Also for restored exports.
-export function indexChunks(userId: string, chunks: NewChunk[], createdAt: Date) {
-  const rows: EmbeddingRow[] = chunks.map((chunk, position) => {
-    const context = [chunks[position - 1], chunks[position + 1]]
+// neighbours; its terms are what the user's term statistics count. Also for restored exports.
+export async function indexChunks(
+  db: Queryable,
+  userId: string,
+  chunks: NewChunk[],
+  createdAt: Date,
+) {
+  const contexts = chunks.map((_, position) =>
+    [chunks[position - 1], chunks[position + 1]]
       .flatMap((neighbour) => (neighbour ? [neighbour.content] : []))
-      .join('\n');
-    return {
-      kind: 'document',
-      itemId: chunk.id,
-      userId,
-      conversationId: null,
-      itemCreatedAt: createdAt,
-      vector: embedDocument({ text: chunk.content, context }),
-    };
-  });
-  return { rows, termCounts: countTermsByText(chunks.map((chunk) => chunk.content)) };
+      .join('\n'),
+  );
+  const terms = await readTerms(db, [...chunks.map((chunk) => chunk.content), ...contexts]);
+  const chunkTerms = terms.slice(0, chunks.length);
+  const rows: EmbeddingRow[] = chunks.map((chunk, position) => ({
+    kind: 'document',
+    itemId: chunk.id,
+    userId,
+    conversationId: null,
+    itemCreatedAt: createdAt,
+    vector: embedDocument({
+      terms: chunkTerms[position] ?? [],
+      context: terms[chunks.length + position] ?? [],
+    }),
+  }));
+  return { rows, chunkTerms };
 }
 
 // Converts, chunks and stores the document, and makes every chunk searchable in the same
@@ -91,9 +102,9 @@ export async function ingestDocument(
       chunkCount: chunks.length,
     });
     const createdAt = await insertChunks(db, request.userId, document.id, chunks);
-    const { rows, termCounts } = indexChunks(request.userId, chunks, createdAt);
+    const { rows, chunkTerms } = await indexChunks(db, request.userId, chunks, createdAt);
     await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
-    await addTermCounts(db, request.userId, termCounts, chunks.length);
+    await addTermCounts(db, request.userId, countTermsByItem(chunkTerms), chunks.length);
     return { document };
   });
 }
@@ -137,7 +148,8 @@ export async function deleteDocument(
     const contents = await listChunkContents(db, request.userId, request.id);
     await deleteChunkEmbeddings(db, request.userId, request.id);
     if (!(await removeDocument(db, request.userId, request.id))) throw documentNotFound();
-    await removeTermCounts(db, request.userId, countTermsByText(contents), contents.length);
+    const termCounts = countTermsByItem(await readTerms(db, contents));
+    await removeTermCounts(db, request.userId, termCounts, contents.length);
     return { id: request.id };
   });
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { migrate } from '@jarvis/db';
+import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTerms } from '../repositories/terms-repository';
 import { hasSomethingNew, parseExtractionAnswer } from './extract-facts';
 
 describe('parseExtractionAnswer', () => {
@@ -41,15 +44,32 @@ describe('parseExtractionAnswer', () => {
 });
 
 describe('hasSomethingNew', () => {
-  it('finds nothing in a message of fewer than three terms', () => {
-    expect(hasSomethingNew('ok thanks', [])).toBe(false);
-    expect(hasSomethingNew('Thank you so much!', [])).toBe(false);
-    expect(hasSomethingNew('I work as a nurse in Porto', [])).toBe(true);
+  // The terms as the worker reads them: Postgres' text search, through the memory schema.
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await startTestDatabase();
+    await migrate(database.pool, {
+      schema: 'memory',
+      directory: new URL('../../migrations', import.meta.url),
+    });
+  });
+  afterAll(async () => {
+    await database?.stop();
+  });
+  const isNew = async (message: string, knownTexts: string[]) => {
+    const [terms = [], ...known] = await readTerms(database.pool, [message, ...knownTexts]);
+    return hasSomethingNew(terms, known);
+  };
+
+  it('finds nothing in a message of fewer than three terms', async () => {
+    expect(await isNew('ok thanks', [])).toBe(false);
+    expect(await isNew('Thank you so much!', [])).toBe(false);
+    expect(await isNew('I work as a nurse in Porto', [])).toBe(true);
   });
 
-  it('finds nothing when every term is already in what is known', () => {
+  it('finds nothing when every term is already in what is known', async () => {
     const known = ['The user moved to Porto last month.', 'The user works as a nurse.'];
-    expect(hasSomethingNew('I work as a nurse in Porto', known)).toBe(false);
-    expect(hasSomethingNew('I work as a nurse in Braga', known)).toBe(true);
+    expect(await isNew('I work as a nurse in Porto', known)).toBe(false);
+    expect(await isNew('I work as a nurse in Braga', known)).toBe(true);
   });
 });

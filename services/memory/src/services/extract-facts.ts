@@ -12,7 +12,6 @@ import {
   modelChat,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
-import { toTerms } from '@jarvis/embeddings';
 import { z } from 'zod';
 import { documentSource } from '../repositories/documents-repository';
 import {
@@ -25,6 +24,7 @@ import { factSource, lockFact } from '../repositories/facts-repository';
 import { findMessageTexts, type MessageText } from '../repositories/messages-repository';
 import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
+import { readTerms } from '../repositories/terms-repository';
 import { invalidateFact, storeFact } from './facts-service';
 import { parseRememberCommand } from './remember-command';
 import { searchMemory } from './search-service';
@@ -156,7 +156,8 @@ export async function extractFacts(
   // What a "remember that …" stored already counts as known, so that turn needs no model call.
   const said = parseRememberCommand(userText) ?? userText;
   const knownTexts = [...recalled, ...similar].map((item) => item.text);
-  if (!hasSomethingNew(said, knownTexts)) {
+  const [saidTerms = [], ...knownTerms] = await readTerms(pool, [said, ...knownTexts]);
+  if (!hasSomethingNew(saidTerms, knownTerms)) {
     await recordOutcome(pool, job, 'skipped', 'nothing new');
     return;
   }
@@ -187,12 +188,12 @@ export async function recordExtractionGaveUp(
   await recordOutcome(pool, job, 'failed', `gave up: ${cause}`);
 }
 
-// False when the message is too short to hold a fact, or every term of it is in memories the
-// turn already showed or in the facts closest to it.
-export function hasSomethingNew(message: string, knownTexts: string[]): boolean {
-  const terms = new Set(toTerms(message));
+// False when the message (its terms) is too short to hold a fact, or every term of it is in
+// memories the turn already showed or in the facts closest to it.
+export function hasSomethingNew(messageTerms: string[], knownTerms: string[][]): boolean {
+  const terms = new Set(messageTerms);
   if (terms.size < MIN_TERMS) return false;
-  const known = new Set(knownTexts.flatMap((text) => toTerms(text)));
+  const known = new Set(knownTerms.flat());
   return [...terms].some((term) => !known.has(term));
 }
 

@@ -14,7 +14,7 @@ import {
   type MemoryFactsUpdateResponse,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
-import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
@@ -29,6 +29,7 @@ import {
   lockFact,
 } from '../repositories/facts-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 
 type ListRequest = z.output<typeof MemoryFactsListRequest>;
 type GetRequest = z.output<typeof MemoryFactsGetRequest>;
@@ -54,6 +55,7 @@ export async function indexFact(
   userId: string,
   fact: Pick<Fact, 'id' | 'content' | 'createdAt'>,
 ): Promise<void> {
+  const terms = await readTerms(db, [fact.content]);
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
     {
       kind: 'fact',
@@ -61,10 +63,10 @@ export async function indexFact(
       userId,
       conversationId: null,
       itemCreatedAt: new Date(fact.createdAt),
-      vector: embedDocument({ text: fact.content }),
+      vector: embedDocument({ terms: terms[0] ?? [] }),
     },
   ]);
-  await addTermCounts(db, userId, countTermsByText([fact.content]), 1);
+  await addTermCounts(db, userId, countTermsByItem(terms), 1);
 }
 
 // The row stays; only search stops finding it.
@@ -76,7 +78,7 @@ export async function invalidateFact(
 ): Promise<Fact> {
   const closed = await closeFact(db, userId, id, successorId);
   await deleteFactEmbeddings(db, userId, id);
-  await removeTermCounts(db, userId, countTermsByText([closed.content]), 1);
+  await removeTermCounts(db, userId, countTermsByItem(await readTerms(db, [closed.content])), 1);
   return closed;
 }
 

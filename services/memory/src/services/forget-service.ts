@@ -7,7 +7,7 @@ import {
   SEARCH_MAX_LIMIT,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import { countTermsByText, toTerms } from '@jarvis/embeddings';
+import { countTermsByItem } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { lockFact } from '../repositories/facts-repository';
 import { dropQueuedMessages } from '../repositories/index-queue-repository';
@@ -16,6 +16,7 @@ import {
   markMessagesForgotten,
 } from '../repositories/messages-repository';
 import { removeTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 import { invalidateFact } from './facts-service';
 import { searchMemory } from './search-service';
 
@@ -35,10 +36,14 @@ export async function previewForget(
     limit: SEARCH_MAX_LIMIT,
     kinds: ['fact', 'message'],
   });
-  const asked = new Set(toTerms(request.query));
-  const matches = results.flatMap((result): ForgetMatch[] =>
+  const [askedTerms = [], ...resultTerms] = await readTerms(pool, [
+    request.query,
+    ...results.map((result) => result.text),
+  ]);
+  const asked = new Set(askedTerms);
+  const matches = results.flatMap((result, index): ForgetMatch[] =>
     (result.kind === 'fact' || result.kind === 'message') &&
-    toTerms(result.text).some((term) => asked.has(term))
+    (resultTerms[index] ?? []).some((term) => asked.has(term))
       ? [{ kind: result.kind, id: result.id, text: result.text, createdAt: result.createdAt }]
       : [],
   );
@@ -79,7 +84,12 @@ export async function applyForget(
     await removeTermCounts(
       db,
       request.userId,
-      countTermsByText(counted.map((message) => message.content)),
+      countTermsByItem(
+        await readTerms(
+          db,
+          counted.map((message) => message.content),
+        ),
+      ),
       counted.length,
     );
     return { forgotten: forgotten + messages.length };

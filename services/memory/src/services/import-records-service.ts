@@ -7,7 +7,7 @@ import type {
   MemoryImportRecordsResponse,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withBatchTransaction } from '@jarvis/db';
-import { countTermsByText, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { countTermsByItem, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
@@ -230,17 +230,17 @@ async function indexRestoredChunks(
   inserted: StoredChunk[],
 ): Promise<void> {
   const documentIds = [...new Set(inserted.map((chunk) => chunk.documentId))];
+  const isInserted = new Set(inserted.map((chunk) => chunk.id));
+  const insertedTerms: string[][] = [];
   for (const documentId of documentIds) {
     const chunks = await listChunksToIndex(db, userId, documentId);
     const createdAt = chunks[0]?.createdAt;
     if (!createdAt) continue;
-    const { rows } = indexChunks(userId, chunks, createdAt);
+    const { rows, chunkTerms } = await indexChunks(db, userId, chunks, createdAt);
     await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
+    for (const [position, chunk] of chunks.entries()) {
+      if (isInserted.has(chunk.id)) insertedTerms.push(chunkTerms[position] ?? []);
+    }
   }
-  await addTermCounts(
-    db,
-    userId,
-    countTermsByText(inserted.map((chunk) => chunk.content)),
-    inserted.length,
-  );
+  await addTermCounts(db, userId, countTermsByItem(insertedTerms), inserted.length);
 }

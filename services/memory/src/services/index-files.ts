@@ -1,18 +1,21 @@
 import type { Queryable } from '@jarvis/db';
-import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { deleteDenseEmbeddings } from '../repositories/dense-embeddings-repository';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import { deleteFileEmbeddings } from '../repositories/files-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 
 // What search sees of a file: its path and its first 20,000 characters (the embedding keeps at
-// most 1,000 features anyway).
+// most 1,000 features anyway). The path's separators are spaces, as its full-text column reads it
+// (migration 003): Postgres' parser would otherwise take "notes/lisbon.md" for one file-path term.
+// Migration 015 counts a file's terms from the same text.
 const INDEXED_CHARS = 20_000;
 
 type IndexedFile = { id: string; path: string; content: string; updatedAt: string };
 
 function indexedText(path: string, content: string): string {
-  return `${path}\n${content.slice(0, INDEXED_CHARS)}`;
+  return `${path.replace(/[/._-]/g, ' ')}\n${content.slice(0, INDEXED_CHARS)}`;
 }
 
 // Makes the file's current version searchable; `previous` is the content it replaces, whose
@@ -23,7 +26,10 @@ export async function indexFile(
   file: IndexedFile,
   previous?: { path: string; content: string },
 ): Promise<void> {
-  const text = indexedText(file.path, file.content);
+  const [terms = [], previousTerms] = await readTerms(db, [
+    indexedText(file.path, file.content),
+    ...(previous ? [indexedText(previous.path, previous.content)] : []),
+  ]);
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, [
     {
       kind: 'file',
@@ -31,21 +37,16 @@ export async function indexFile(
       userId,
       conversationId: null,
       itemCreatedAt: new Date(file.updatedAt),
-      vector: embedDocument({ text }),
+      vector: embedDocument({ terms }),
     },
   ]);
   if (previous) await deleteDenseEmbeddings(db, 'file', file.id);
-  if (previous)
-    await removeTermCounts(
-      db,
-      userId,
-      countTermsByText([indexedText(previous.path, previous.content)]),
-      1,
-    );
-  await addTermCounts(db, userId, countTermsByText([text]), 1);
+  if (previousTerms) await removeTermCounts(db, userId, countTermsByItem([previousTerms]), 1);
+  await addTermCounts(db, userId, countTermsByItem([terms]), 1);
 }
 
 export async function unindexFile(db: Queryable, userId: string, file: IndexedFile): Promise<void> {
   await deleteFileEmbeddings(db, file.id);
-  await removeTermCounts(db, userId, countTermsByText([indexedText(file.path, file.content)]), 1);
+  const terms = await readTerms(db, [indexedText(file.path, file.content)]);
+  await removeTermCounts(db, userId, countTermsByItem(terms), 1);
 }

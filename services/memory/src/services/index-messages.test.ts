@@ -7,6 +7,7 @@ import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerForgetHandlers } from '../forget-handlers';
 import { loadVectors } from '../repositories/embeddings-repository';
+import { readTerms } from '../repositories/terms-repository';
 import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 import { type IndexerSettings, startMessageIndexer } from './index-messages';
 import { appendMessage } from './messages-service';
@@ -49,8 +50,10 @@ async function embeddedTerms(userId: string, messageId: string): Promise<number[
   const vectors = await loadVectors(db.pool, userId, LOCAL_EMBEDDING_MODEL, [messageId]);
   return [...(vectors.get(messageId)?.indices ?? [])].sort((a, b) => a - b);
 }
-const termsOf = (text: string, context: string[]) =>
-  [...embedDocument({ text, context: context.join('\n') }).indices].sort((a, b) => a - b);
+const termsOf = async (text: string, context: string[]) => {
+  const [terms = [], contextTerms = []] = await readTerms(db.pool, [text, context.join('\n')]);
+  return [...embedDocument({ terms, context: contextTerms }).indices].sort((a, b) => a - b);
+};
 const embeddedAt = async (messageId: string) =>
   (
     await db.pool.query<{ created_at: Date }>(
@@ -138,14 +141,14 @@ describe('message indexing off the turn path', () => {
     // the first at once, and the second when its hold runs out, with nothing kicking it.
     await drainUntil(userId, 1, { ...HOLDING, holdMs: 1_500 });
     expect(await embeddedTerms(userId, first.message.id)).toEqual(
-      termsOf(first.message.content, [second.message.content]),
+      await termsOf(first.message.content, [second.message.content]),
     );
     expect(await embedded(second.message.id)).toBe(0);
     await drainUntil(userId, 0, { ...HOLDING, holdMs: 1_500 });
 
     expect(await embedded(first.message.id)).toBe(1);
     expect(await embeddedTerms(userId, second.message.id)).toEqual(
-      termsOf(second.message.content, [first.message.content]),
+      await termsOf(second.message.content, [first.message.content]),
     );
     expect(await isMarkedWithoutNext(second.message.id)).toBe(true);
     expect(await itemCount(userId)).toBe(2);
@@ -161,14 +164,16 @@ describe('message indexing off the turn path', () => {
 
     // The newest (c) is held for the next message; the others are embedded with both sides.
     await drainUntil(userId, 1, HOLDING);
-    expect(await embeddedTerms(userId, a.id)).toEqual(termsOf(a.content, [b.content]));
-    expect(await embeddedTerms(userId, b.id)).toEqual(termsOf(b.content, [a.content, c.content]));
+    expect(await embeddedTerms(userId, a.id)).toEqual(await termsOf(a.content, [b.content]));
+    expect(await embeddedTerms(userId, b.id)).toEqual(
+      await termsOf(b.content, [a.content, c.content]),
+    );
     expect(await embedded(c.id)).toBe(0);
 
     // A search cannot wait: c is embedded now, without a successor, and marked so.
     const { results } = await clientBus.request(memorySearch, { userId, query: 'harbour fee' });
     expect(results.map((result) => result.id)).toContain(c.id);
-    expect(await embeddedTerms(userId, c.id)).toEqual(termsOf(c.content, [b.content]));
+    expect(await embeddedTerms(userId, c.id)).toEqual(await termsOf(c.content, [b.content]));
     expect(await isMarkedWithoutNext(c.id)).toBe(true);
     const bEmbeddedAt = await embeddedAt(b.id);
 
@@ -176,9 +181,13 @@ describe('message indexing off the turn path', () => {
     const d = await store('The mooring contract ends next spring.');
     const e = await store('Ask the harbour master about winter storage.');
     await drainUntil(userId, 1, HOLDING);
-    expect(await embeddedTerms(userId, c.id)).toEqual(termsOf(c.content, [b.content, d.content]));
+    expect(await embeddedTerms(userId, c.id)).toEqual(
+      await termsOf(c.content, [b.content, d.content]),
+    );
     expect(await isMarkedWithoutNext(c.id)).toBe(false);
-    expect(await embeddedTerms(userId, d.id)).toEqual(termsOf(d.content, [c.content, e.content]));
+    expect(await embeddedTerms(userId, d.id)).toEqual(
+      await termsOf(d.content, [c.content, e.content]),
+    );
     expect(await embedded(e.id)).toBe(0);
     expect(await embeddedAt(b.id)).toBe(bEmbeddedAt);
     expect(await itemCount(userId)).toBe(4);

@@ -1,6 +1,6 @@
 import type { Pool, Queryable } from '@jarvis/db';
 import { withTransaction } from '@jarvis/db';
-import { countTermsByText, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
+import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { Logger } from '@jarvis/telemetry';
 import { type EmbeddingRow, upsertLocalEmbeddings } from '../repositories/embeddings-repository';
 import {
@@ -15,6 +15,7 @@ import {
   markEmbeddedWithoutNext,
 } from '../repositories/messages-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
+import { readTerms } from '../repositories/terms-repository';
 
 // Makes new messages of one conversation searchable: term statistics, and an embedding whose
 // context is the message before and the message after. The message before them is embedded
@@ -37,22 +38,22 @@ export async function indexMessages(
   const stale = predecessor?.isEmbeddedWithoutNext ? predecessor : undefined;
   const sequence = [...previous, ...messages, ...(next ? [next] : [])];
   const firstEmbedded = previous.length - (stale ? 1 : 0);
-  const rows: EmbeddingRow[] = [];
-  for (let i = firstEmbedded; i < previous.length + messages.length; i++) {
-    const message = sequence[i];
-    if (!message) continue;
-    const context = [sequence[i - 1], sequence[i + 1]]
+  const embedded = sequence.slice(firstEmbedded, previous.length + messages.length);
+  const contexts = embedded.map((_, k) => {
+    const i = firstEmbedded + k;
+    return [sequence[i - 1], sequence[i + 1]]
       .flatMap((neighbour) => (neighbour ? [neighbour.content] : []))
       .join('\n');
-    rows.push({
-      kind: 'message',
-      itemId: message.id,
-      userId,
-      conversationId,
-      itemCreatedAt: message.createdAt,
-      vector: embedDocument({ text: message.content, context }),
-    });
-  }
+  });
+  const terms = await readTerms(db, [...embedded.map((message) => message.content), ...contexts]);
+  const rows: EmbeddingRow[] = embedded.map((message, k) => ({
+    kind: 'message',
+    itemId: message.id,
+    userId,
+    conversationId,
+    itemCreatedAt: message.createdAt,
+    vector: embedDocument({ terms: terms[k] ?? [], context: terms[embedded.length + k] ?? [] }),
+  }));
   await upsertLocalEmbeddings(db, LOCAL_EMBEDDING_MODEL, rows);
   const withoutNext = next ? undefined : messages.at(-1)?.id;
   await markEmbeddedWithoutNext(
@@ -61,7 +62,10 @@ export async function indexMessages(
     withoutNext,
   );
 
-  const termCounts = countTermsByText(messages.map((message) => message.content));
+  // The new messages are the last ones embedded, after the stale predecessor if there is one.
+  const termCounts = countTermsByItem(
+    terms.slice(embedded.length - messages.length, embedded.length),
+  );
   await addTermCounts(db, userId, termCounts, messages.length);
 }
 

@@ -4,9 +4,7 @@ import {
   embedQuery,
   expandQuery,
   inverseDocumentFrequency,
-  isStopTerm,
   LOCAL_EMBEDDING_MODEL,
-  toTerms,
 } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { findNearestDense } from '../repositories/dense-embeddings-repository';
@@ -22,7 +20,7 @@ import {
   TEXT_MATCH_BUDGET,
 } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
-import { loadTermCounts } from '../repositories/term-stats-repository';
+import { loadQueryTerms } from '../repositories/term-stats-repository';
 import type { DenseIndex } from './dense-index';
 import { indexUserMessagesNow } from './index-messages';
 import { parseDateRange } from './query-dates';
@@ -121,19 +119,18 @@ export async function searchMemoryViews<const V extends readonly SearchView[]>(
     from: range.from,
     to: range.to,
   };
-  const terms = [...new Set(toTerms(request.query))];
   const [stats, denseQuery] = await Promise.all([
-    loadTermCounts(pool, request.userId, terms),
+    loadQueryTerms(pool, request.userId, request.query),
     dense?.embedQuery(request.userId, request.query),
   ]);
   const documents = Math.max(stats.items, 1);
-  const query = embedQuery(request.query, (term) =>
+  const query = embedQuery(stats.terms, (term) =>
     inverseDocumentFrequency(documents, stats.counts.get(term) ?? 0),
   );
   // Only stop words ("what is the") and no model to read them: nothing to match on.
   if (query.indices.length === 0 && !denseQuery) return none();
 
-  const words = rarestWords(textWords(request.query), stats.counts);
+  const textTerms = rarestTerms(stats.terms, stats.counts);
   const sources = kinds.flatMap((kind) => {
     const source = SOURCES[kind];
     return source ? [{ kind, source }] : [];
@@ -164,7 +161,9 @@ export async function searchMemoryViews<const V extends readonly SearchView[]>(
           : [],
       ),
     ),
-    Promise.all(sources.map(({ source }) => source.searchText(pool, filter, words, CANDIDATES))),
+    Promise.all(
+      sources.map(({ source }) => source.searchText(pool, filter, textTerms, CANDIDATES)),
+    ),
   ]);
   const textByKind = new Map(sources.map(({ kind }, index) => [kind, textLists[index] ?? []]));
 
@@ -301,29 +300,21 @@ function narrowRange(request: QueryRequest, now: Date): { from?: Date; to?: Date
   return { ...(from ? { from } : {}), ...(to ? { to } : {}) };
 }
 
-// Words for Postgres' own parser: letters and digits only, so no user text reaches tsquery syntax.
-function textWords(query: string): string[] {
-  return (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64);
-}
-
-// The query's words the full-text ranker gets: rarest first, within TEXT_MATCH_BUDGET items.
-// Left out are the words whose counts say nothing of what Postgres will match: stop words and
-// words sharing a stop word's term ("liked" is "like" to Postgres, which keeps "like": a quarter
-// of all messages), and words no item has, which Postgres may still find where it splits words
-// apart as the terms do not (the "m" of "I'm", the "ll" of "you'll": 40,000 of 100,000).
-function rarestWords(words: string[], counts: Map<string, number>): string[] {
-  const byRarity = [...new Set(words)]
-    .flatMap((word) => {
-      const [term] = toTerms(word);
-      const items = term === undefined || isStopTerm(term) ? 0 : (counts.get(term) ?? 0);
-      return items === 0 ? [] : [{ word, items }];
+// The query's terms the full-text ranker gets: rarest first, within TEXT_MATCH_BUDGET items. The
+// terms are the lexemes of the full-text columns, so their counts say how many items each one
+// matches; a term no item has matches none.
+function rarestTerms(terms: string[], counts: Map<string, number>): string[] {
+  const byRarity = [...new Set(terms)]
+    .flatMap((term) => {
+      const items = counts.get(term) ?? 0;
+      return items === 0 ? [] : [{ term, items }];
     })
     .sort((a, b) => a.items - b.items);
   const chosen: string[] = [];
   let items = 0;
   for (const candidate of byRarity) {
     if (items + candidate.items > TEXT_MATCH_BUDGET) break;
-    chosen.push(candidate.word);
+    chosen.push(candidate.term);
     items += candidate.items;
   }
   return chosen;

@@ -3,7 +3,9 @@ import {
   ApprovalsListResponse,
   ChatResponse,
   CreateApiKeyResponse,
+  ENDPOINTS,
   ErrorBody,
+  endpointName,
   ListApiKeysResponse,
   MemoryDocumentsIngestResponse,
   MemoryFactsGetResponse,
@@ -12,10 +14,10 @@ import {
   MemoryMessagesListResponse,
   MissionResponse,
 } from '@jarvis/contracts';
-import { API_ROUTES, type ApiRoute } from '@jarvis/gateway/route-table';
 import { SERVICE_NAMES } from '@jarvis/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { isTurnRequest, sentMessages } from './fake-requests';
 import {
   describeRequest,
@@ -42,9 +44,12 @@ const BODY_LIMIT_BYTES = 64 * 1_024;
 const REQUEST_TIMEOUT_MS = 30_000;
 const MAX_HEAD_BYTES = 12 * 1_024;
 
-const nameOf = (route: ApiRoute) => `${route.method.toUpperCase()} ${route.path}`;
-
 type Answer = { status: number; text: string };
+
+// The OpenAPI document's operations: the gateway's own list of what it serves.
+const OperationsByPath = z.object({
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
+});
 
 // What A holds, and what gives it away: every id and every piece of content only A has.
 type Owner = {
@@ -74,7 +79,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-// Every route in the route table, as user B (or the admin, or no one, as the route asks), with
+// Every declared endpoint, as user B (or the admin, or no one, as the route asks), with
 // wrong, oversized and malformed input, and with A's real ids: never a 5xx, always the
 // structured error for a 4xx, the stack still up after each route, and never A's data.
 describe('fuzzing every /v1 route', () => {
@@ -286,8 +291,17 @@ describe('fuzzing every /v1 route', () => {
     ...overrides,
   });
 
+  it('fuzzes every endpoint the gateway serves', async () => {
+    const served = OperationsByPath.parse(await (await fetch(`${url}/v1/openapi.json`)).json());
+    const documented = Object.entries(served.paths).flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+
+    expect(ENDPOINTS.map(endpointName).sort()).toEqual(documented.sort());
+  });
+
   it.each(
-    API_ROUTES.map((route) => [nameOf(route), route] as const),
+    ENDPOINTS.map((route) => [endpointName(route), route] as const),
   )('survives anything sent to %s', async (name, route) => {
     // Random ids, and now and then one of A's; never A's for the admin, who may revoke any
     // key.
@@ -308,8 +322,8 @@ describe('fuzzing every /v1 route', () => {
   });
 
   it.each(
-    API_ROUTES.filter((route) => route.body !== undefined).map(
-      (route) => [nameOf(route), route] as const,
+    ENDPOINTS.filter((route) => route.body !== undefined).map(
+      (route) => [endpointName(route), route] as const,
     ),
   )('survives deep, long and wide values inside a body sent to %s', async (name, route) => {
     await fc.assert(
@@ -322,8 +336,8 @@ describe('fuzzing every /v1 route', () => {
   });
 
   it.each(
-    API_ROUTES.filter((route) => route.auth === 'user').map(
-      (route) => [nameOf(route), route] as const,
+    ENDPOINTS.filter((route) => route.auth === 'user').map(
+      (route) => [endpointName(route), route] as const,
     ),
   )('shows B none of A, however %s names A’s ids', async (_name, route) => {
     const uuid = fc.constantFrom(...Object.values(owner.ids).flat());

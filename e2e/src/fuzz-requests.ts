@@ -1,9 +1,9 @@
 import { gzipSync } from 'node:zlib';
-import type { ApiRoute } from '@jarvis/gateway/route-table';
+import type { Endpoint } from '@jarvis/contracts';
 import fc from 'fast-check';
 import { z } from 'zod';
 
-// Requests for any route of the gateway's route table, made from its zod schemas: mostly the
+// Requests for any endpoint declared in @jarvis/contracts, made from its zod schemas: mostly the
 // right shape with wrong pieces in it, and every other way a client can get a request wrong.
 
 type JsonSchema = z.core.JSONSchema.BaseSchema;
@@ -382,7 +382,7 @@ function asText(value: unknown): string {
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
-function queryFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<string> {
+function queryFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<string> {
   const schema: JsonSchema = route.query
     ? convertSchema(route.query)
     : { type: 'object', properties: {} };
@@ -454,7 +454,7 @@ function paramFor(node: SchemaNode | undefined, walk: SchemaWalk): fc.Arbitrary<
   );
 }
 
-function pathFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<string> {
+function pathFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<string> {
   const schema = route.params ? convertSchema(route.params) : {};
   const walk: SchemaWalk = { root: schema, context, depth: 0 };
   const parts = route.path.split(/(\{\w+\})/);
@@ -530,7 +530,7 @@ function isLines(mediaType: string): boolean {
 }
 
 // The route's shaped body with one field filled deep, long or wide.
-function filledBodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
+function filledBodyFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Body> {
   const [mediaType, zodSchema] = Object.entries(route.body ?? {})[0] ?? [];
   const schema = zodSchema ? convertSchema(zodSchema) : {};
   // Valid shapes, so that the filling is what the route meets.
@@ -547,7 +547,7 @@ function filledBodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body
   );
 }
 
-function bodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
+function bodyFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Body> {
   const [mediaType, zodSchema] = Object.entries(route.body ?? {})[0] ?? [];
   const schema = zodSchema ? convertSchema(zodSchema) : {};
   const walk: SchemaWalk = { root: schema, context, depth: 0 };
@@ -622,7 +622,7 @@ function bodyFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Body> {
   );
 }
 
-function authFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<string | undefined> {
+function authFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<string | undefined> {
   const own =
     route.auth === 'admin'
       ? `Bearer ${context.adminKey}`
@@ -649,7 +649,7 @@ function authFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<string | u
   );
 }
 
-function headersFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<Record<string, string>> {
+function headersFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Record<string, string>> {
   const schema = route.headers ? convertSchema(route.headers) : {};
   const walk: SchemaWalk = { root: schema, context, depth: 0 };
   const model = Object.fromEntries(
@@ -677,7 +677,7 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 // Well-formed requests (the route's own method, key and headers) whose body has one field, at
 // any depth of it, filled deep, long or wide: the depth and size fuzz of a route with a body.
-export function filledRequestFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
+export function filledRequestFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
   return fc
     .tuple(requestFor(route, { ...context, isStrict: true }), filledBodyFor(route, context))
     .map(([shaped, body]): FuzzRequest => {
@@ -692,7 +692,7 @@ export function filledRequestFor(route: ApiRoute, context: FuzzContext): fc.Arbi
     });
 }
 
-export function requestFor(route: ApiRoute, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
+export function requestFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<FuzzRequest> {
   const method = route.method.toUpperCase();
   const methods = context.isStrict
     ? fc.constant(method)

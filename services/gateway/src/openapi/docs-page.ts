@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
 
 // Swagger UI from its npm package, served by the gateway itself: the page loads nothing from a
 // CDN, so it works on a server that is offline.
 export const DOCS_ASSETS_DIR = path.dirname(
   fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')),
 );
-
-export const DocsAssetParams = z.strictObject({
-  file: z.enum(['swagger-ui-bundle.js', 'swagger-ui.css']),
-});
 
 // validatorUrl: null, or Swagger UI sends the document to validator.swagger.io for a badge.
 const INIT_SCRIPT = `SwaggerUIBundle({

@@ -1,30 +1,26 @@
 import type { Bus } from '@jarvis/bus';
 import { BusError, isConnectionError } from '@jarvis/bus';
+import { ENDPOINTS, type Endpoint, type GatewayHandler } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
-import { type NextFunction, type Request, type Response, Router } from 'express';
-import { authenticateRequests } from '../middleware/authenticate';
+import {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+  Router,
+} from 'express';
+import { createGuards } from '../middleware/authenticate';
 import { allowCors } from '../middleware/cors';
 import { jsonBody } from '../middleware/json-body';
 import { createRateLimits, type RateLimitDeps } from '../middleware/rate-limit';
 import { refuseKeyInUrl } from '../middleware/refuse-key-in-url';
-import { createOpenApiRouter } from '../openapi/openapi-router';
-import { createAdminRouter } from './admin-router';
-import { createApprovalsRouter } from './approvals-router';
-import { createChatRouter } from './chat-router';
-import { createConversationsRouter } from './conversations-router';
-import { createDocumentsRouter } from './documents-router';
-import { createEventsRouter } from './events-router';
-import { createExportRouter } from './export-router';
-import { createFactsRouter } from './facts-router';
-import { createFilesRouter } from './files-router';
-import { createForgetRouter } from './forget-router';
-import { createKeysRouter } from './keys-router';
-import { createMemoryRouter } from './memory-router';
-import { createMissionsRouter } from './missions-router';
-import { createRunsRouter } from './runs-router';
-import { createTurnsRouter } from './turns-router';
-import { createUsageRouter } from './usage-router';
+import { createDocsHandlers } from '../openapi/docs-handlers';
+import { createChatHandlers } from './chat-handlers';
+import { createConversationsHandlers } from './conversations-handlers';
+import { forwardToBus } from './forward-to-bus';
+import { createKeysHandlers } from './keys-handlers';
+import { createMemoryHandlers } from './memory-handlers';
 
 export type ApiDeps = {
   bus: Bus;
@@ -41,35 +37,45 @@ export type ApiDeps = {
   stopping: AbortSignal;
 };
 
-// Routes under /v1. Handlers parse, authorise and delegate; the services hold the logic.
+// Express's form of a declared path, relative to /v1, where the router is mounted.
+function routePathOf(endpoint: Endpoint): string {
+  if (!endpoint.path.startsWith('/v1/')) throw new Error(`${endpoint.path} is not under /v1`);
+  return endpoint.path.slice('/v1'.length).replace(/\{(\w+)\}/g, ':$1');
+}
+
+// Every endpoint under /v1, mounted from its declaration in @jarvis/contracts: the guard its
+// declared auth asks for, then its handler. Endpoints that only ask a bus contract share one
+// handler; the others are named in their declaration and written here.
 export function createApiRouter(deps: ApiDeps): Router {
   const router = Router();
   const limits = createRateLimits(deps.rateLimit);
-  // Before every route: preflights need no key, and a refused or limited request reads nothing.
+  const guardsFor = createGuards(deps.pool, limits);
+  // Bodies are JSON within the general limit; handlers of large bodies parse their own within
+  // theirs. An endpoint that declares no body reads none.
+  const json = jsonBody(deps.bodyLimitBytes);
+  const handlers: Record<GatewayHandler, RequestHandler[]> = {
+    ...createChatHandlers({ ...deps, json }),
+    ...createConversationsHandlers(deps),
+    ...createMemoryHandlers(deps),
+    ...createKeysHandlers({ ...deps, json }),
+    ...createDocsHandlers(),
+  };
+
+  // Before every endpoint: preflights need no key, and a refused request reads nothing.
   router.use(allowCors(deps.corsOrigins));
   router.use(refuseKeyInUrl);
-  router.use(createOpenApiRouter());
-  // Every route below needs a key, so it is checked before anything reads a body.
-  router.use(authenticateRequests(deps.pool, limits.countUnauthenticated));
-  router.use(limits.limitPerUser);
-  // Routes that take large bodies parse them themselves, before the general limit applies.
-  router.use('/conversations', createConversationsRouter(deps));
-  router.use('/memory/documents', createDocumentsRouter(deps));
-  router.use('/memory', createExportRouter(deps));
-  router.use(jsonBody(deps.bodyLimitBytes));
-  router.use('/memory/files', createFilesRouter(deps));
-  router.use('/memory/facts', createFactsRouter(deps));
-  router.use('/memory/forget', createForgetRouter(deps));
-  router.use('/memory', createMemoryRouter(deps));
-  router.use('/usage', createUsageRouter(deps));
-  router.use('/runs', createRunsRouter(deps));
-  router.use('/approvals', createApprovalsRouter(deps));
-  router.use('/missions', createMissionsRouter(deps));
-  router.use('/keys', createKeysRouter(deps));
-  router.use('/admin', createAdminRouter(deps));
-  router.use('/chat', createChatRouter(deps));
-  router.use('/turns', createTurnsRouter(deps));
-  router.use('/events', createEventsRouter(deps));
+  for (const endpoint of ENDPOINTS) {
+    // The guard comes first, so a request without a valid key costs a header and a key lookup,
+    // never the body it carries.
+    const handle =
+      'forward' in endpoint
+        ? [...(endpoint.body ? [json] : []), forwardToBus(deps.bus, endpoint)]
+        : handlers[endpoint.handler];
+    router[endpoint.method](routePathOf(endpoint), ...guardsFor(endpoint.auth), ...handle);
+  }
+  // Nothing else answers under /v1, but a request there still shows its key first: without
+  // one it is refused as on any endpoint, with one it is counted and answered 404.
+  router.use(guardsFor('user'));
 
   // Typed errors from the services keep their code; the service kit answers them.
   router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {

@@ -1,5 +1,6 @@
+import { ChatGptExport } from '@jarvis/contracts';
 import { describe, expect, it } from 'vitest';
-import { ChatGptExport, parseChatGptExport } from './chatgpt-export';
+import { parseChatGptExport } from './chatgpt-export';
 
 const USER = '00000000-0000-4000-8000-000000000001';
 

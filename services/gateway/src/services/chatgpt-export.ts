@@ -1,35 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type ImportedMessage, Timestamp } from '@jarvis/contracts';
+import { type ChatGptExport, type ImportedMessage, Timestamp } from '@jarvis/contracts';
 import { HttpError } from '@jarvis/service-kit';
-import { z } from 'zod';
-
-// ChatGPT's data export (`conversations.json`): each conversation is a tree of nodes; the branch
-// the user last saw runs from `current_node` up through `parent` links. Only what is needed is
-// described, loosely, so fields OpenAI adds later do not break the import.
-const Node = z.object({
-  parent: z.string().nullish(),
-  message: z
-    .object({
-      author: z.object({ role: z.string() }),
-      create_time: z.number().nullish(),
-      content: z
-        .object({ content_type: z.string().optional(), parts: z.array(z.unknown()).optional() })
-        .optional(),
-    })
-    .nullish(),
-});
-
-const Conversation = z.object({
-  id: z.string().optional(),
-  conversation_id: z.string().optional(),
-  title: z.string().nullish(),
-  create_time: z.number().nullish(),
-  current_node: z.string().nullish(),
-  mapping: z.record(z.string(), Node),
-});
-
-export const ChatGptExport = z.array(Conversation).min(1, 'the export holds no conversation');
-export type ChatGptExport = z.infer<typeof ChatGptExport>;
 
 export type ParsedConversation = {
   // Stable per user and ChatGPT conversation, so importing the same export again adds nothing.
@@ -106,7 +77,7 @@ export function parseChatGptExport(userId: string, data: ChatGptExport): ParsedC
 }
 
 // Without current_node, the node nothing points to as a parent.
-function lastLeaf(mapping: Record<string, z.infer<typeof Node>>): string | undefined {
+function lastLeaf(mapping: ChatGptExport[number]['mapping']): string | undefined {
   const parents = new Set(
     Object.values(mapping).flatMap((node) => (node.parent ? [node.parent] : [])),
   );

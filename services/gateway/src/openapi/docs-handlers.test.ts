@@ -1,22 +1,19 @@
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
+import { ENDPOINTS } from '@jarvis/contracts';
 import { createPool, type Pool } from '@jarvis/db';
 import { createService, type Service } from '@jarvis/service-kit';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
 import { connectTestRedis, uniqueNamespace } from '@jarvis/testkit';
-import type { Router } from 'express';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createApiRouter } from '../routes/api-router';
-import { buildOpenApiDocument } from './build-document';
 import { DOCS_PAGE_CSP } from './docs-page';
-import { API_ROUTES } from './route-table';
+import { buildOpenApiDocument } from './openapi-document';
 
 let bus: Bus;
 let redis: Redis;
 let pool: Pool;
-let router: Router;
 let service: Service;
 let baseUrl: string;
 
@@ -27,7 +24,7 @@ beforeAll(async () => {
   // Never queried: nothing here sends a key, so no route gets as far as the database.
   pool = createPool({ url: 'postgres://nobody@127.0.0.1:1/none', applicationName: 'openapi-test' });
   const logger = createLogger('openapi-test', 'silent');
-  router = createApiRouter({
+  const router = createApiRouter({
     bus,
     pool,
     bodyLimitBytes: 256 * 1_024,
@@ -69,52 +66,6 @@ afterAll(async () => {
   await pool?.end();
 });
 
-// What express keeps of each layer: a route with its methods, or a mounted router's path.
-const Layer = z.object({
-  rawPath: z.string().optional(),
-  route: z.object({ path: z.string(), methods: z.record(z.string(), z.boolean()) }).optional(),
-  handle: z.unknown(),
-});
-
-function stackOf(handle: unknown): unknown[] | undefined {
-  if (typeof handle !== 'function') return undefined;
-  const stack: unknown = Reflect.get(handle, 'stack');
-  return Array.isArray(stack) ? stack : undefined;
-}
-
-// Every route mounted under `prefix`, as "METHOD /path/{param}", through nested routers.
-function mountedRoutes(stack: unknown[], prefix: string): string[] {
-  return stack.flatMap((entry) => {
-    const layer = Layer.parse(entry);
-    if (layer.route) {
-      const path = `${prefix}/${layer.route.path}`.replace(/\/+/g, '/').replace(/\/$/, '');
-      return Object.keys(layer.route.methods).map(
-        (method) => `${method.toUpperCase()} ${path.replace(/:(\w+)/g, '{$1}')}`,
-      );
-    }
-    const inner = stackOf(layer.handle);
-    return inner ? mountedRoutes(inner, `${prefix}/${layer.rawPath ?? ''}`) : [];
-  });
-}
-
-describe('the route table', () => {
-  it('names exactly the routes the API router mounts', () => {
-    const mounted = new Set(mountedRoutes(router.stack, '/v1'));
-    const documented = new Set(
-      API_ROUTES.map((route) => `${route.method.toUpperCase()} ${route.path}`),
-    );
-
-    expect(
-      [...mounted].filter((route) => !documented.has(route)),
-      'mounted but missing from API_ROUTES in src/openapi/route-table.ts',
-    ).toEqual([]);
-    expect(
-      [...documented].filter((route) => !mounted.has(route)),
-      'in API_ROUTES but not mounted',
-    ).toEqual([]);
-  });
-});
-
 describe('GET /v1/openapi.json', () => {
   it('answers the document without a key', async () => {
     const response = await fetch(`${baseUrl}/v1/openapi.json`);
@@ -123,7 +74,7 @@ describe('GET /v1/openapi.json', () => {
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(await response.json()).toEqual(
-      JSON.parse(JSON.stringify(buildOpenApiDocument(API_ROUTES))),
+      JSON.parse(JSON.stringify(buildOpenApiDocument(ENDPOINTS))),
     );
   });
 });

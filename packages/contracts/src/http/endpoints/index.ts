@@ -1,0 +1,31 @@
+import type { Endpoint } from '../endpoint';
+import { ADMIN_ENDPOINTS } from './admin';
+import { APPROVALS_ENDPOINTS } from './approvals';
+import { CHAT_ENDPOINTS } from './chat';
+import { CONVERSATIONS_ENDPOINTS } from './conversations';
+import { DOCS_ENDPOINTS } from './docs';
+import { DOCUMENTS_ENDPOINTS } from './documents';
+import { FACTS_ENDPOINTS } from './facts';
+import { FILES_ENDPOINTS } from './files';
+import { KEYS_ENDPOINTS } from './keys';
+import { MEMORY_ENDPOINTS } from './memory';
+import { MISSIONS_ENDPOINTS } from './missions';
+import { RUNS_ENDPOINTS } from './runs';
+import { USAGE_ENDPOINTS } from './usage';
+
+// Every endpoint the gateway serves under /v1, in the order the OpenAPI document lists them.
+export const ENDPOINTS: Endpoint[] = [
+  ...CHAT_ENDPOINTS,
+  ...CONVERSATIONS_ENDPOINTS,
+  ...MEMORY_ENDPOINTS,
+  ...FACTS_ENDPOINTS,
+  ...FILES_ENDPOINTS,
+  ...DOCUMENTS_ENDPOINTS,
+  ...USAGE_ENDPOINTS,
+  ...RUNS_ENDPOINTS,
+  ...APPROVALS_ENDPOINTS,
+  ...MISSIONS_ENDPOINTS,
+  ...KEYS_ENDPOINTS,
+  ...ADMIN_ENDPOINTS,
+  ...DOCS_ENDPOINTS,
+];

@@ -1,0 +1,78 @@
+import { ExportLine, MemoryImportRecordsResponse } from '../../memory-export';
+import {
+  ForgetApplyBody,
+  ForgetPreviewBody,
+  MemoryForgetApplyResponse,
+  MemoryForgetPreviewResponse,
+  memoryForgetApply,
+  memoryForgetPreview,
+} from '../../memory-forget';
+import { MemorySearchResponse, memorySearch, SearchQuery } from '../../memory-search';
+import { type Endpoint, json, ndjson } from '../endpoint';
+
+export const MEMORY_ENDPOINTS: Endpoint[] = [
+  {
+    method: 'post',
+    path: '/v1/memory/search',
+    summary: 'Search everything your memory holds',
+    tag: 'memory',
+    auth: 'user',
+    body: json(SearchQuery),
+    status: 200,
+    response: json(MemorySearchResponse),
+    errors: ['timeout'],
+    forward: { rpc: memorySearch },
+  },
+  {
+    method: 'get',
+    path: '/v1/memory/export',
+    summary: 'Your whole memory as JSON Lines',
+    description: 'A header line, then one record per line; streamed as a download.',
+    tag: 'memory',
+    auth: 'user',
+    status: 200,
+    response: ndjson(ExportLine),
+    isResponseInputShaped: true,
+    errors: ['timeout'],
+    handler: 'exportMemory',
+  },
+  {
+    method: 'post',
+    path: '/v1/memory/import',
+    summary: 'Import an export (JSON Lines) as yours',
+    description:
+      'Every line is checked first; a bad one answers 400 naming its line, and nothing is ' +
+      'imported. The same file imported twice adds nothing. Also accepts Content-Type text/plain.',
+    tag: 'memory',
+    auth: 'user',
+    body: ndjson(ExportLine),
+    status: 200,
+    response: json(MemoryImportRecordsResponse),
+    errors: ['timeout'],
+    handler: 'importMemory',
+  },
+  {
+    method: 'post',
+    path: '/v1/memory/forget/preview',
+    summary: 'What forgetting by a query would take',
+    tag: 'memory',
+    auth: 'user',
+    body: json(ForgetPreviewBody),
+    status: 200,
+    response: json(MemoryForgetPreviewResponse),
+    errors: ['timeout'],
+    forward: { rpc: memoryForgetPreview },
+  },
+  {
+    method: 'post',
+    path: '/v1/memory/forget',
+    summary: 'Forget facts and messages',
+    tag: 'memory',
+    auth: 'user',
+    body: json(ForgetApplyBody),
+    status: 200,
+    response: json(MemoryForgetApplyResponse),
+    errors: ['timeout'],
+    forward: { rpc: memoryForgetApply },
+  },
+];

@@ -1,0 +1,132 @@
+import type { Bus } from '@jarvis/bus';
+import { DocumentIngestBody, type GatewayHandler, memoryDocumentsIngest } from '@jarvis/contracts';
+import { HttpError } from '@jarvis/service-kit';
+import type { RequestHandler, Response } from 'express';
+import { principalOf } from '../middleware/authenticate';
+import { jsonBody } from '../middleware/json-body';
+import { exportMemoryLines } from '../services/memory-export';
+import { importMemory } from '../services/memory-import';
+import { requestLines } from '../services/request-lines';
+import { parseBody } from './parse-body';
+
+export type MemoryHandlersDeps = { bus: Bus };
+
+// A whole memory, JSON Lines; far above any other body.
+const IMPORT_FILE_LIMIT_BYTES = 64 * 1_024 * 1_024;
+const NDJSON_TYPES = ['application/x-ndjson', 'text/plain'];
+
+// Parsed above the general body limit; the NATS payload check is the real bound.
+const DOCUMENT_BODY_LIMIT_BYTES = 4 * 1_024 * 1_024;
+const INGEST_TIMEOUT_MS = 60_000;
+// NATS' own default, for a connection that has not reported its server's limit.
+const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
+// Room in one NATS message besides the document: the user id, the trace headers, the subject.
+const PAYLOAD_MARGIN_BYTES = 128 * 1_024;
+
+// A request NATS would refuse fails here with a clear 413, instead of as an opaque
+// "memory service could not be reached".
+function checkFitsInOneMessage(bus: Bus, body: unknown): void {
+  const limit = (bus.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD_BYTES) - PAYLOAD_MARGIN_BYTES;
+  if (Buffer.byteLength(JSON.stringify(body)) > limit) {
+    throw new HttpError('payload_too_large', `document too large: at most ${limit} bytes`);
+  }
+}
+
+// Writes that wait while the client reads slower than the export is read; a client that went
+// away ends every wait, and the export stops.
+function streamTo(res: Response) {
+  let isGone = false;
+  res.on('close', () => {
+    isGone = true;
+  });
+  return {
+    isGone: () => isGone,
+    async send(chunk: string): Promise<void> {
+      if (isGone || res.write(chunk)) return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    },
+  };
+}
+
+// The memory's own file format, streamed out and read back line by line, and documents, whose
+// bodies are larger than the general limit allows: each reads its body itself.
+export function createMemoryHandlers(
+  deps: MemoryHandlersDeps,
+): Record<
+  Extract<GatewayHandler, 'exportMemory' | 'importMemory' | 'ingestDocument'>,
+  RequestHandler[]
+> {
+  return {
+    exportMemory: [
+      async (req, res) => {
+        const principal = principalOf(req);
+        const lines = exportMemoryLines(deps.bus, principal.userId);
+        // Before any byte is sent, a failure still answers with its own status.
+        const first = await lines.next();
+        const stream = streamTo(res);
+        res.status(200);
+        res.setHeader('content-type', 'application/x-ndjson; charset=utf-8');
+        res.setHeader('content-disposition', 'attachment; filename="jarvis-memory.jsonl"');
+        try {
+          if (!first.done) await stream.send(first.value);
+          for await (const chunk of lines) {
+            if (stream.isGone()) break;
+            await stream.send(chunk);
+          }
+          res.end();
+        } catch (error) {
+          // The status is out: only a broken connection tells the client the file is incomplete.
+          res.destroy();
+          throw error;
+        }
+      },
+    ],
+
+    // Read line by line as it arrives: a large file is never held whole, and a bad line answers
+    // before the rest is sent.
+    importMemory: [
+      async (req, res) => {
+        const principal = principalOf(req);
+        if (!req.is(NDJSON_TYPES)) {
+          throw new HttpError(
+            'bad_request',
+            'expected an export file with Content-Type: application/x-ndjson',
+          );
+        }
+        const lines = requestLines(req, IMPORT_FILE_LIMIT_BYTES);
+        try {
+          res.json(await importMemory(deps.bus, principal.userId, lines));
+        } catch (error) {
+          // Refused before the whole file arrived: the rest of it is not worth receiving.
+          if (!req.complete) res.setHeader('Connection', 'close');
+          throw error;
+        }
+      },
+    ],
+
+    ingestDocument: [
+      jsonBody(DOCUMENT_BODY_LIMIT_BYTES),
+      async (req, res) => {
+        const principal = principalOf(req);
+        const body = parseBody(DocumentIngestBody, req.body);
+        checkFitsInOneMessage(deps.bus, body);
+        // Chunking and indexing a document near the size limit takes seconds on a small, busy
+        // server: more than a request's usual wait.
+        const ingested = await deps.bus.request(
+          memoryDocumentsIngest,
+          { ...body, userId: principal.userId },
+          { timeoutMs: INGEST_TIMEOUT_MS },
+        );
+        res.status(201).json(ingested);
+      },
+    ],
+  };
+}

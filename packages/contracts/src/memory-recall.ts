@@ -10,13 +10,16 @@ export const RECALL_PROFILE_LIMIT = 20;
 export const RECALL_RELEVANT_LIMIT = 8;
 export const RECALL_SUMMARY_LIMIT = 10;
 
-// What memory hands the orchestrator for a turn, all within a token budget: the user's pinned
-// profile facts, the items most relevant to the new message (with their dates), the rolling
-// summaries of older parts of the conversation, and as many recent messages as fit, oldest first.
-// Recent messages read as a dialogue: a reply (a message whose metadata names the message it
-// answers as `replyTo`) follows that message. With messageId, the context ends at that message:
-// it comes last, and user messages stored after it (and replies to them) are left out, as
-// recent messages and as relevant items.
+// What memory hands the orchestrator for a turn: the candidates of each part of its context, each
+// with its tokens, for the orchestrator to fit to its budget (the one place that does). The parts:
+// the user's pinned profile facts, the items most relevant to the new message (with their
+// dates), the rolling summaries of older parts of the conversation, and the recent messages.
+// Summaries and recent messages come oldest first, as a prompt shows them: the newest are the
+// ones to keep. Recent messages read as a dialogue: a reply (a message whose metadata names the
+// message it answers as `replyTo`) follows that message. With messageId, the context ends at
+// that message: it comes last, and user messages stored after it (and replies to them) are left
+// out, as recent messages and as relevant items. Profile facts and recent messages are never
+// recalled as relevant items too.
 export const MemoryRecallRequest = z.object({
   userId: Id,
   conversationId: Id,
@@ -25,14 +28,15 @@ export const MemoryRecallRequest = z.object({
   // What relevant memories are searched for: a turn's message text, which its caller has, so
   // memory never reads back the message it just stored. Without it, none are searched for.
   query: z.string().max(MESSAGE_MAX_CHARS).optional(),
-  tokenBudget: z.number().int().min(200).max(1_000_000).default(8_000),
-  // Whose tokens the budget is in: the model expected to answer (model-gateway.route).
+  // The most tokens of each part the prompt could take (its whole budget): each list ends before
+  // the candidate that would pass it (recent messages after the newest at least), which keeps
+  // the answer small however long the conversation.
+  tokenLimit: z.number().int().min(200).max(1_000_000).default(8_000),
+  // Whose tokens these are: the model expected to answer (model-gateway.route).
   tokenizer: TokenizerFamily.default('estimate'),
   recentLimit: z.number().int().min(1).max(500).default(50),
 });
 export type MemoryRecallRequest = z.input<typeof MemoryRecallRequest>;
-
-const TokenCount = z.number().int().nonnegative();
 
 export const RecalledItem = z.object({
   kind: MemoryKind,
@@ -50,18 +54,14 @@ export const RecalledSummary = z.object({
 });
 export type RecalledSummary = z.infer<typeof RecalledSummary>;
 
+// Each candidate with its text's tokens, in the request's tokenizer.
+const Tokens = { tokens: z.number().int().nonnegative() };
+
 export const MemoryRecallResponse = z.object({
-  profile: z.array(z.object({ id: Id, content: z.string() })),
-  relevant: z.array(RecalledItem),
-  summaries: z.array(RecalledSummary),
-  recent: z.array(StoredMessage),
-  // Tokens of the texts above, per part, counted with the request's tokenizer.
-  tokens: z.object({
-    profile: TokenCount,
-    relevant: TokenCount,
-    summaries: TokenCount,
-    recent: TokenCount,
-  }),
+  profile: z.array(z.object({ id: Id, content: z.string(), ...Tokens })),
+  relevant: z.array(RecalledItem.extend(Tokens)),
+  summaries: z.array(RecalledSummary.extend(Tokens)),
+  recent: z.array(StoredMessage.extend(Tokens)),
 });
 export type MemoryRecallResponse = z.infer<typeof MemoryRecallResponse>;
 

@@ -113,7 +113,7 @@ describe('message indexing off the turn path', () => {
       conversationId: message.conversationId,
       messageId: message.id,
       query: message.content,
-      tokenBudget: 2_000,
+      tokenLimit: 2_000,
       recentLimit: 10,
     });
 

@@ -5,7 +5,6 @@ import {
   RECALL_PROFILE_LIMIT,
   RECALL_RELEVANT_LIMIT,
   RECALL_SUMMARY_LIMIT,
-  type RecalledItem,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { loadTokenCounter } from '@jarvis/tokens';
@@ -30,11 +29,6 @@ type RecallRequest = z.output<typeof MemoryRecallRequest>;
 // among facts.
 const FACT_SLOTS = 3;
 
-// Shares of the budget each part may take at most; recent messages get the rest.
-const PROFILE_SHARE = 0.1;
-const RELEVANT_SHARE = 0.15;
-const SUMMARY_SHARE = 0.25;
-
 export async function recallContext(
   pool: Pool,
   request: RecallRequest,
@@ -42,7 +36,6 @@ export async function recallContext(
   dense?: DenseIndex,
 ): Promise<MemoryRecallResponse> {
   const { messageId, query } = request;
-  const budget = request.tokenBudget;
   const views = [
     { kinds: ['fact'], limit: FACT_SLOTS + RECALL_PROFILE_LIMIT },
     {
@@ -78,14 +71,14 @@ export async function recallContext(
     ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const dialogue = toDialogue(recent, messageId);
+  const limit = request.tokenLimit;
+  const withTokens = <T>(item: T, text: string) => ({ ...item, tokens: counter.count(text) });
 
-  const profile = fitWithin(profileFacts, budget * PROFILE_SHARE, (fact) =>
-    counter.count(fact.content),
-  );
-  // What the prompt shows anyway (recent messages, profile facts) is not recalled twice.
+  const profile = keepWithin(profileFacts, limit, (fact) => withTokens(fact, fact.content));
+  // What the prompt may show anyway (recent messages, profile facts) is not recalled twice.
   const shown = new Set([
     ...dialogue.map((message) => message.id),
-    ...profile.items.map((fact) => fact.id),
+    ...profile.map((fact) => fact.id),
   ]);
   const newFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
   const candidates = [
@@ -104,43 +97,31 @@ export async function recallContext(
           foundMessages.map((result) => result.id),
         )
       : new Set<string>();
-  const relevant = fitWithin(
-    candidates
-      .filter((result) => !later.has(result.id))
-      .slice(0, RECALL_RELEVANT_LIMIT)
-      .map(
-        (result): RecalledItem => ({
-          kind: result.kind,
-          id: result.id,
-          text: result.text,
-          createdAt: result.createdAt,
-        }),
+  const relevant = keepWithin(
+    candidates.filter((result) => !later.has(result.id)).slice(0, RECALL_RELEVANT_LIMIT),
+    limit,
+    (result) =>
+      withTokens(
+        { kind: result.kind, id: result.id, text: result.text, createdAt: result.createdAt },
+        result.text,
       ),
-    budget * RELEVANT_SHARE,
-    (item) => counter.count(item.text),
   );
-  const keptSummaries = fitWithin(summaries, budget * SUMMARY_SHARE, (summary) =>
-    counter.count(summary.content),
+  // Summaries and recent messages are kept newest first, then given back in their order; the
+  // newest message always.
+  const keptSummaries = keepWithin(summaries, limit, (summary) =>
+    withTokens(summary, summary.content),
   );
-  const used = profile.tokens + relevant.tokens + keptSummaries.tokens;
-  // Newest first until the budget is spent, then back in order; the newest message always fits.
-  const keptRecent = fitWithin(
+  const keptRecent = keepWithin(
     [...dialogue].reverse(),
-    Math.max(budget - used, 0),
-    (message) => counter.count(message.content),
+    limit,
+    ({ replyTo: _replyTo, ...message }) => withTokens(message, message.content),
     1,
   );
   return {
-    profile: profile.items,
-    relevant: relevant.items,
-    summaries: keptSummaries.items.reverse(),
-    recent: keptRecent.items.reverse().map(({ replyTo: _replyTo, ...message }) => message),
-    tokens: {
-      profile: profile.tokens,
-      relevant: relevant.tokens,
-      summaries: keptSummaries.tokens,
-      recent: keptRecent.tokens,
-    },
+    profile,
+    relevant,
+    summaries: keptSummaries.reverse(),
+    recent: keptRecent.reverse(),
   };
 }
 
@@ -166,22 +147,22 @@ export function toDialogue(
   return own ? [...ordered, own] : ordered;
 }
 
-// The longest prefix of items that fits, and its tokens; at least `minimum` items. Each item is
-// counted once, and counting stops at the first that does not fit, so a recall counts about its
-// budget's worth of text however long the candidates are.
-function fitWithin<T>(
+// The longest prefix of items whose tokens stay within the limit, each with its tokens; at least
+// `minimum` items. Counting stops at the first that does not fit, so a recall counts about
+// its limit's worth of text however long the candidates are.
+function keepWithin<T, U extends { tokens: number }>(
   items: T[],
-  budget: number,
-  tokensOf: (item: T) => number,
+  limit: number,
+  counted: (item: T) => U,
   minimum = 0,
-): { items: T[]; tokens: number } {
-  const kept: T[] = [];
+): U[] {
+  const kept: U[] = [];
   let used = 0;
   for (const item of items) {
-    const tokens = tokensOf(item);
-    if (used + tokens > budget && kept.length >= minimum) break;
-    kept.push(item);
-    used += tokens;
+    const next = counted(item);
+    if (used + next.tokens > limit && kept.length >= minimum) break;
+    kept.push(next);
+    used += next.tokens;
   }
-  return { items: kept, tokens: used };
+  return kept;
 }

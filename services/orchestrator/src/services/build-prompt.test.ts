@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { MemoryRecallResponse, MessageRole, StoredMessage } from '@jarvis/contracts';
+import type { MessageRole, StoredMessage } from '@jarvis/contracts';
 import { describe, expect, it } from 'vitest';
-import { buildPrompt } from './build-prompt';
+import { buildPrompt, type PromptContext } from './build-prompt';
 
 const conversationId = randomUUID();
 const NOW = new Date('2025-06-01T12:34:56.789Z');
@@ -16,18 +16,8 @@ function stored(role: MessageRole, content: string): StoredMessage {
   };
 }
 
-function recalled(
-  recent: StoredMessage[],
-  extra: Partial<MemoryRecallResponse> = {},
-): MemoryRecallResponse {
-  return {
-    profile: [],
-    relevant: [],
-    summaries: [],
-    recent,
-    tokens: { profile: 0, relevant: 0, summaries: 0, recent: 0 },
-    ...extra,
-  };
+function recalled(recent: StoredMessage[], extra: Partial<PromptContext> = {}): PromptContext {
+  return { profile: [], relevant: [], summaries: [], recent, ...extra };
 }
 
 describe('buildPrompt', () => {

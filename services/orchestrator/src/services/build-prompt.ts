@@ -1,4 +1,12 @@
-import type { ChatMessage, MemoryRecallResponse } from '@jarvis/contracts';
+import type { ChatMessage, RecalledItem, RecalledSummary, StoredMessage } from '@jarvis/contracts';
+
+// What a prompt shows of memory: recall's parts as fitted to the budget (context-budget.ts).
+export type PromptContext = {
+  profile: { id: string; content: string }[];
+  relevant: RecalledItem[];
+  summaries: RecalledSummary[];
+  recent: StoredMessage[];
+};
 
 const PERSONA =
   'You are Jarvis, a personal assistant in one long, continuous conversation with your user. ' +
@@ -11,11 +19,7 @@ function day(iso: string): string {
 // System prompt (persona, date, what memory recalled), then the recent conversation as the model
 // should see it. Recalled memories carry their dates: "last Tuesday" in a memory is relative to
 // when it was said, not to today.
-export function buildPrompt(
-  recall: MemoryRecallResponse,
-  now: Date,
-  timeZone = 'UTC',
-): ChatMessage[] {
+export function buildPrompt(recall: PromptContext, now: Date, timeZone = 'UTC'): ChatMessage[] {
   const sections = [`${PERSONA}\nCurrent date and time: ${describeNow(now, timeZone)}.`];
   if (recall.profile.length > 0) {
     sections.push(

@@ -9,6 +9,7 @@ import {
   type BudgetDeps,
   computeTokenBudget,
   describeContext,
+  fitContext,
   planContextBudget,
 } from './context-budget';
 
@@ -134,31 +135,90 @@ describe('planContextBudget', () => {
   });
 });
 
+const stored = (id: string, content: string, tokens: number) => ({
+  id,
+  conversationId: randomUUID(),
+  role: 'user' as const,
+  content,
+  createdAt: NOW.toISOString(),
+  tokens,
+});
+
+describe('fitContext', () => {
+  const fact = (tokens: number) => ({ id: randomUUID(), content: `fact of ${tokens}`, tokens });
+  const item = (tokens: number) => ({
+    kind: 'message' as const,
+    id: randomUUID(),
+    text: `item of ${tokens}`,
+    createdAt: NOW.toISOString(),
+    tokens,
+  });
+  const summary = (tokens: number) => ({
+    id: randomUUID(),
+    content: `summary of ${tokens}`,
+    fromAt: NOW.toISOString(),
+    toAt: NOW.toISOString(),
+    tokens,
+  });
+
+  it('keeps each part within its share, the newest summaries, and the newest messages in what is left', () => {
+    const summaries = [summary(150), summary(120), summary(100)];
+    const recent = [
+      stored(randomUUID(), 'oldest', 300),
+      ...[1, 2, 3].map((n) => stored(randomUUID(), `m${n}`, 100)),
+    ];
+    const recall: MemoryRecallResponse = {
+      // 10 % of 1,000: the first two facts.
+      profile: [fact(40), fact(50), fact(30)],
+      // 15 %: the best two items, not a lower-ranked one that would fit after.
+      relevant: [item(70), item(60), item(100), item(10)],
+      // 25 %: the newest two, in their order.
+      summaries,
+      recent,
+    };
+
+    const fitted = fitContext(recall, 1_000);
+
+    expect(fitted.profile).toEqual(recall.profile.slice(0, 2));
+    expect(fitted.relevant).toEqual(recall.relevant.slice(0, 2));
+    expect(fitted.summaries).toEqual(summaries.slice(1));
+    // 1,000 - 90 - 130 - 220 = 560 for messages: the three newest.
+    expect(fitted.recent).toEqual(recent.slice(1));
+    expect(fitted.tokens).toEqual({ profile: 90, relevant: 130, summaries: 220, recent: 300 });
+  });
+
+  it('keeps the newest message, the one to answer, even when it alone passes the budget', () => {
+    const own = stored(randomUUID(), 'a very long question', 900);
+    const recall: MemoryRecallResponse = {
+      profile: [],
+      relevant: [],
+      summaries: [],
+      recent: [stored(randomUUID(), 'before', 10), own],
+    };
+
+    expect(fitContext(recall, 500)).toMatchObject({ recent: [own], tokens: { recent: 900 } });
+  });
+});
+
 describe('describeContext', () => {
   it("records the budget and each part's tokens, the new message apart", async () => {
     const userMessageId = randomUUID();
-    const stored = (id: string, content: string) => ({
-      id,
-      conversationId: randomUUID(),
-      role: 'user' as const,
-      content,
-      createdAt: NOW.toISOString(),
-    });
     const recall: MemoryRecallResponse = {
-      profile: [{ id: randomUUID(), content: 'Lives in Oslo.' }],
+      profile: [{ id: randomUUID(), content: 'Lives in Oslo.', tokens: 4 }],
       relevant: [],
       summaries: [],
       recent: [
-        stored(randomUUID(), 'Hello there.'),
-        stored(userMessageId, 'My favourite colour is purple.'),
+        stored(randomUUID(), 'Hello there.', 3),
+        stored(userMessageId, 'My favourite colour is purple.', 8),
       ],
-      tokens: { profile: 4, relevant: 0, summaries: 0, recent: 9 },
     };
     const bus = await connectTestBus(uniqueNamespace('context-budget-record'));
     try {
       const budget = await planContextBudget(deps(bus, 8_000, []), undefined, NOW, 'UTC');
 
-      expect(describeContext(budget, recall, userMessageId)).toEqual({
+      expect(
+        describeContext(budget, fitContext(recall, budget.tokenBudget), userMessageId),
+      ).toEqual({
         model: null,
         contextWindow: null,
         tokenizer: 'estimate',
@@ -173,8 +233,8 @@ describe('describeContext', () => {
           profile: 4,
           relevant: 0,
           summaries: 0,
-          // 'My favourite colour is purple.': 30 characters, 8 estimated tokens.
-          recent: 1,
+          recent: 3,
+          // As memory counted it: not counted again.
           message: 8,
         },
       });

@@ -16,6 +16,10 @@ import { buildPrompt } from './build-prompt';
 const MESSAGE_FRAMING_TOKENS = 3;
 // The smallest budget memory.recall takes.
 const MIN_TOKEN_BUDGET = 200;
+// Shares of the budget each part of the context may take at most; recent messages get the rest.
+const PROFILE_SHARE = 0.1;
+const RELEVANT_SHARE = 0.15;
+const SUMMARY_SHARE = 0.25;
 
 // What a turn's context is sized for: the model expected to answer and what of its window is
 // left for memory to fill.
@@ -24,7 +28,6 @@ export type ContextBudget = {
   model: string | undefined;
   contextWindow: number | undefined;
   tokenizer: TokenizerFamily;
-  counter: TokenCounter;
   // What recall may fill: profile, relevant items, summaries, recent messages.
   tokenBudget: number;
   // The prompt's fixed part (see countFixedPart) and the tool definitions, outside the budget.
@@ -70,7 +73,6 @@ export async function planContextBudget(
     model: model && `${model.provider}/${model.model}`,
     contextWindow: model?.contextWindow,
     tokenizer,
-    counter,
     tokenBudget: computeTokenBudget({
       contextTokenBudget: deps.contextTokenBudget,
       contextWindow: model?.contextWindow,
@@ -111,31 +113,77 @@ function countToolTokens(
   return tokens;
 }
 
-// What the run records of its context: the model it was sized for, the budget, and the tokens
-// of each part of the prompt, the new message apart from the recent ones.
+// A turn's context as the prompt shows it: what of recall's candidates fits the budget, and the
+// tokens of each part (memory counted each candidate once, in the tokens of the model sized for).
+export type FittedContext = MemoryRecallResponse & {
+  tokens: { profile: number; relevant: number; summaries: number; recent: number };
+};
+
+// The one place a turn's context is fitted to its budget: each part within its share, in
+// memory's order of preference (the newest summaries and messages), and recent messages in what
+// is left. The newest message, the one to answer, is always kept: a window too small for it is
+// the gateway's to refuse, which tells the user why.
+export function fitContext(recall: MemoryRecallResponse, tokenBudget: number): FittedContext {
+  const profile = fitWithin(recall.profile, tokenBudget * PROFILE_SHARE);
+  const relevant = fitWithin(recall.relevant, tokenBudget * RELEVANT_SHARE);
+  const summaries = fitWithin([...recall.summaries].reverse(), tokenBudget * SUMMARY_SHARE);
+  const used = profile.tokens + relevant.tokens + summaries.tokens;
+  const recent = fitWithin([...recall.recent].reverse(), Math.max(tokenBudget - used, 0), 1);
+  return {
+    profile: profile.items,
+    relevant: relevant.items,
+    summaries: summaries.items.reverse(),
+    recent: recent.items.reverse(),
+    tokens: {
+      profile: profile.tokens,
+      relevant: relevant.tokens,
+      summaries: summaries.tokens,
+      recent: recent.tokens,
+    },
+  };
+}
+
+// The longest prefix of items that fits, and its tokens; at least `minimum` items.
+function fitWithin<T extends { tokens: number }>(
+  items: T[],
+  budget: number,
+  minimum = 0,
+): { items: T[]; tokens: number } {
+  const kept: T[] = [];
+  let used = 0;
+  for (const item of items) {
+    if (used + item.tokens > budget && kept.length >= minimum) break;
+    kept.push(item);
+    used += item.tokens;
+  }
+  return { items: kept, tokens: used };
+}
+
+// What the run records of its context: the model it was sized for, the budget, and the tokens of
+// each part of the prompt, the new message apart from the recent ones.
 export function describeContext(
   budget: ContextBudget,
-  recall: MemoryRecallResponse,
+  context: FittedContext,
   userMessageId: string,
 ): Record<string, unknown> {
-  const newest = recall.recent.at(-1);
-  const message = newest?.id === userMessageId ? budget.counter.count(newest.content) : 0;
+  const newest = context.recent.at(-1);
+  const message = newest?.id === userMessageId ? newest.tokens : 0;
   return {
     model: budget.model ?? null,
     contextWindow: budget.contextWindow ?? null,
     tokenizer: budget.tokenizer,
     tokenBudget: budget.tokenBudget,
-    profile: recall.profile.length,
-    relevant: recall.relevant.length,
-    summaries: recall.summaries.length,
-    recent: recall.recent.length,
+    profile: context.profile.length,
+    relevant: context.relevant.length,
+    summaries: context.summaries.length,
+    recent: context.recent.length,
     tokens: {
       system: budget.systemTokens,
       tools: budget.toolTokens,
-      profile: recall.tokens.profile,
-      relevant: recall.tokens.relevant,
-      summaries: recall.tokens.summaries,
-      recent: recall.tokens.recent - message,
+      profile: context.tokens.profile,
+      relevant: context.tokens.relevant,
+      summaries: context.tokens.summaries,
+      recent: context.tokens.recent - message,
       message,
     },
   };
@@ -164,7 +212,6 @@ function countFixedPart(
       }),
       summaries: times(RECALL_SUMMARY_LIMIT, { id, content: '', fromAt: at, toAt: at }),
       recent: [],
-      tokens: { profile: 0, relevant: 0, summaries: 0, recent: 0 },
     },
     now,
     timeZone,

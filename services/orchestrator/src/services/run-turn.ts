@@ -46,7 +46,7 @@ import {
 import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import type { ChatRoute } from './chat-route';
-import { describeContext, planContextBudget } from './context-budget';
+import { describeContext, fitContext, planContextBudget } from './context-budget';
 import { announce, approvalRequest, toEvent } from './turn-outcome';
 import { publishUserEvent } from './user-events';
 
@@ -264,30 +264,31 @@ async function answer(
     conversationId: run.conversationId,
     messageId: run.userMessageId,
     query: message,
-    tokenBudget: budget.tokenBudget,
+    tokenLimit: budget.tokenBudget,
     tokenizer: budget.tokenizer,
     recentLimit: deps.historyLimit,
   });
-  const context = describeContext(budget, recall, run.userMessageId);
+  const fitted = fitContext(recall, budget.tokenBudget);
+  const context = describeContext(budget, fitted, run.userMessageId);
   loop.recorder.record({
     kind: 'recall',
     name: 'memory.recall',
     status: 'ok',
     output: {
       ...context,
-      items: recall.relevant.map((item) => ({ kind: item.kind, id: item.id })),
+      items: fitted.relevant.map((item) => ({ kind: item.kind, id: item.id })),
     },
     startedAt: recallStarted,
     durationMs: Date.now() - recallStarted.getTime(),
   });
   const result = await runAgentLoop(loop, run, {
-    prompt: buildPrompt(recall, new Date(), run.timeZone),
+    prompt: buildPrompt(fitted, new Date(), run.timeZone),
   });
   // The idempotency key makes a retried turn find the reply a crashed attempt already stored,
   // so a conversation never shows two replies to one message.
   return finish(deps, loop, run, result, replyKey, { context, costUsd: result.costUsd }, [
-    ...recall.relevant.map((item) => item.id),
-    ...recall.profile.map((fact) => fact.id),
+    ...fitted.relevant.map((item) => item.id),
+    ...fitted.profile.map((fact) => fact.id),
   ]);
 }
 

@@ -18,8 +18,8 @@ const ROOT_DIR = fileURLToPath(new URL('../../../', import.meta.url));
 export type StackOptions = {
   // Settings given to every service (NATS_NAMESPACE, OPENAI_BASE_URL, ...).
   env: Record<string, string>;
-  // Folder of the embedded Postgres; ignored when databaseUrl is set.
-  dataDir: string;
+  // Folder of the embedded Postgres; needed, and used, only without databaseUrl.
+  dataDir?: string;
   // A database on a PostgreSQL server, which the stack uses but does not own (it cannot stop
   // it); without it the stack runs the embedded one as its own process.
   databaseUrl?: string;
@@ -29,10 +29,14 @@ export type StackOptions = {
   readyTimeoutMs?: number;
   // Options for every service's node (benches: `--cpu-prof`, which NODE_OPTIONS refuses).
   nodeArgs?: string[];
+  // The services start() runs, all six unless given: a service's own tests start the others it
+  // talks to (only memory, say) and run its own code in the test process.
+  services?: readonly ServiceName[];
 };
 
-// The six services and the embedded Postgres as separate processes, run from their TypeScript
-// sources: what `make dev` runs, and what the end-to-end tests start, stop and kill.
+// The six services (or some of them) and the embedded Postgres as separate processes, run from
+// their TypeScript sources: what `make dev` runs, what the end-to-end tests start, stop and kill,
+// and the other services a service's tests talk to over the bus.
 export class Stack {
   private readonly options: StackOptions;
   private readonly processes = new Map<ServiceName | 'postgres', ManagedProcess>();
@@ -63,7 +67,7 @@ export class Stack {
       if (!this.options.databaseUrl) await this.startDatabase();
       // allSettled: one service failing to start must not leave the others starting unwatched.
       const started = await Promise.allSettled(
-        SERVICE_NAMES.map((name) => this.startService(name)),
+        (this.options.services ?? SERVICE_NAMES).map((name) => this.startService(name)),
       );
       const failure = started.find((result) => result.status === 'rejected');
       if (failure) throw failure.reason;
@@ -80,11 +84,13 @@ export class Stack {
   // binds, and readiness would then be asked of that other process. A restart keeps the port,
   // as the other services hold it (Postgres') and tests hold the gateway's URL.
   async startDatabase(): Promise<void> {
-    if (this.options.databaseUrl) {
+    const { databaseUrl, dataDir } = this.options;
+    if (databaseUrl) {
       throw new Error('this stack uses the database at databaseUrl and runs none of its own');
     }
+    if (!dataDir) throw new Error('a stack without databaseUrl needs a dataDir for its Postgres');
     const managed = this.launch('postgres', 'packages/db/src/embedded-cli.ts', {
-      EMBEDDED_PG_DIR: this.options.dataDir,
+      EMBEDDED_PG_DIR: dataDir,
       EMBEDDED_PG_PORT: String(this.ports.get('postgres') ?? 0),
     });
     const ready = await waitFor(

@@ -1,59 +1,73 @@
 import type { FinishReason, ToolCall } from '@jarvis/contracts';
-import { z } from 'zod';
-import { createHttpTransport } from './http-transport';
-import { type ChatCall, type ChatResult, type Provider, parseToolArguments } from './provider';
+import {
+  type ChatRequest,
+  type ChatResponse,
+  type Message,
+  Ollama,
+  type ToolCall as OllamaToolCall,
+  type Tool,
+} from 'ollama';
+import {
+  type ChatCall,
+  type ChatResult,
+  type Provider,
+  parseToolArguments,
+  withTimeout,
+} from './provider';
+import { fromHttpResponse } from './provider-error';
 
-// Ollama's own API (/api/chat, /api/embed): it takes a JSON schema as `format`, which its
-// OpenAI-compatible endpoint does not, and reports token counts on every answer.
+// Ollama's own API (/api/chat, /api/embed) through the `ollama` library, not its
+// OpenAI-compatible endpoint: only the own API takes the context window (`num_ctx`), without
+// which Ollama runs a small default and drops the start of a long prompt, and a JSON schema as
+// `format`.
 export function createOllamaProvider(options: { baseUrl: string; numCtx: number }): Provider {
-  const http = createHttpTransport(options.baseUrl, {});
+  // A client per call: the library takes no signal per request, only a fetch per client, and
+  // the signal is what cancels a call or ends it at its timeout.
+  const clientFor = (signal: AbortSignal) =>
+    new Ollama({
+      host: options.baseUrl,
+      fetch: (input, init) =>
+        fetchOrFail(input, {
+          ...init,
+          signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
+        }),
+    });
   return {
     name: 'ollama',
     hosted: false,
-    async chat(call) {
-      const body = toRequest(call, options.numCtx);
-      if (!call.onDelta) {
-        return toResult(
-          OllamaChatLine.parse(await http.postJson('/api/chat', body, call)),
-          call.model,
-        );
-      }
-      return collectStream(
-        await http.postStream('/api/chat', body, call),
-        call.onDelta,
-        call.model,
-      );
-    },
-    async embed(call) {
-      const body = OllamaEmbedResponse.parse(
-        await http.postJson('/api/embed', { model: call.model, input: call.texts }, call),
-      );
-      return { vectors: body.embeddings, inputTokens: body.prompt_eval_count ?? 0 };
-    },
+    chat: (call) =>
+      withTimeout(call, async (signal) => {
+        const client = clientFor(signal);
+        const request = toRequest(call, options.numCtx);
+        if (!call.onDelta) {
+          return toResult(await client.chat({ ...request, stream: false }), call.model);
+        }
+        const stream = await client.chat({ ...request, stream: true });
+        return collectStream(stream, call.onDelta, call.model);
+      }),
+    embed: (call) =>
+      withTimeout(call, async (signal) => {
+        const body = await clientFor(signal).embed({ model: call.model, input: call.texts });
+        return { vectors: body.embeddings, inputTokens: body.prompt_eval_count ?? 0 };
+      }),
   };
 }
 
-const OllamaToolCall = z.object({
-  function: z.object({ name: z.string(), arguments: z.unknown() }),
-});
-const OllamaChatLine = z.object({
-  model: z.string().optional(),
-  message: z
-    .object({ content: z.string().default(''), tool_calls: z.array(OllamaToolCall).optional() })
-    .optional(),
-  done: z.boolean().optional(),
-  done_reason: z.string().optional(),
-  prompt_eval_count: z.number().optional(),
-  eval_count: z.number().optional(),
-});
-type OllamaChatLine = z.infer<typeof OllamaChatLine>;
-const OllamaEmbedResponse = z.object({
-  embeddings: z.array(z.array(z.number())),
-  prompt_eval_count: z.number().optional(),
-});
+// An error answer becomes the router's ProviderError here, before the library sees it: the
+// library keeps neither the Retry-After header nor quiet (it logs a page that is not JSON to the
+// console).
+async function fetchOrFail(input: string | URL | Request, init: RequestInit): Promise<Response> {
+  const response = await fetch(input, init);
+  if (response.ok) return response;
+  throw fromHttpResponse(
+    response.status,
+    await response.text(),
+    response.headers.get('retry-after') ?? undefined,
+  );
+}
 
-function toRequest(call: ChatCall, numCtx: number): Record<string, unknown> {
-  const messages: Record<string, unknown>[] = [];
+function toRequest(call: ChatCall, numCtx: number): Omit<ChatRequest, 'stream'> {
+  const messages: Message[] = [];
   if (call.system) messages.push({ role: 'system', content: call.system });
   for (const message of call.messages) {
     if (message.role === 'tool') {
@@ -77,51 +91,63 @@ function toRequest(call: ChatCall, numCtx: number): Record<string, unknown> {
     choice === 'none'
       ? []
       : call.tools.filter((tool) => typeof choice !== 'object' || tool.name === choice.name);
-  const options: Record<string, number> = { num_ctx: numCtx };
-  if (call.temperature !== undefined) options.temperature = call.temperature;
-  if (call.maxTokens !== undefined) options.num_predict = call.maxTokens;
   return {
     model: call.model,
     messages,
-    stream: call.onDelta !== undefined,
     ...(tools.length === 0
       ? {}
       : {
-          tools: tools.map((tool) => ({
-            type: 'function',
-            function: {
-              name: tool.name,
-              description: tool.description,
-              parameters: tool.parameters,
-            },
-          })),
+          tools: tools.map(
+            (tool): Tool => ({
+              type: 'function',
+              function: {
+                name: tool.name,
+                description: tool.description,
+                // The caller's JSON Schema as it came; the library's type names only a few of
+                // its keywords.
+                parameters: tool.parameters as NonNullable<Tool['function']['parameters']>,
+              },
+            }),
+          ),
         }),
     ...(call.jsonSchema === undefined ? {} : { format: call.jsonSchema.schema }),
-    options,
+    options: {
+      num_ctx: numCtx,
+      ...(call.temperature === undefined ? {} : { temperature: call.temperature }),
+      ...(call.maxTokens === undefined ? {} : { num_predict: call.maxTokens }),
+    },
   };
 }
 
-function toResult(line: OllamaChatLine, requestedModel: string): ChatResult {
-  const toolCalls = toToolCalls(line.message?.tool_calls ?? [], 0);
+function toResult(response: ChatResponse, requestedModel: string): ChatResult {
+  const toolCalls = toToolCalls(response.message?.tool_calls ?? [], 0);
   return {
-    content: line.message?.content ?? '',
+    content: response.message?.content ?? '',
     toolCalls,
-    finishReason: finishReasonOf(line.done_reason, toolCalls.length > 0),
-    model: line.model ?? requestedModel,
-    usage: { inputTokens: line.prompt_eval_count ?? 0, outputTokens: line.eval_count ?? 0 },
+    finishReason: finishReasonOf(response.done_reason, toolCalls.length > 0),
+    model: response.model ?? requestedModel,
+    usage: usageOf(response),
   };
+}
+
+// Ollama leaves a count out when it is zero (a prompt it had cached).
+function usageOf(response: Partial<ChatResponse>): ChatResult['usage'] {
+  return { inputTokens: response.prompt_eval_count ?? 0, outputTokens: response.eval_count ?? 0 };
 }
 
 // Ollama gives tool calls no ids; the gateway numbers them so results can refer back.
-function toToolCalls(calls: z.infer<typeof OllamaToolCall>[], offset: number): ToolCall[] {
-  return calls.map((call, index) => ({
-    id: `call_${offset + index}`,
-    name: call.function.name,
-    arguments:
-      typeof call.function.arguments === 'string'
-        ? parseToolArguments(call.function.arguments)
-        : parseToolArguments(JSON.stringify(call.function.arguments ?? {})),
-  }));
+function toToolCalls(calls: OllamaToolCall[], offset: number): ToolCall[] {
+  return calls.map((call, index) => {
+    const args: unknown = call.function.arguments;
+    return {
+      id: `call_${offset + index}`,
+      name: call.function.name,
+      arguments:
+        typeof args === 'string'
+          ? parseToolArguments(args)
+          : parseToolArguments(JSON.stringify(args ?? {})),
+    };
+  });
 }
 
 function finishReasonOf(reason: string | undefined, hasToolCalls: boolean): FinishReason {
@@ -131,42 +157,29 @@ function finishReasonOf(reason: string | undefined, hasToolCalls: boolean): Fini
   return 'other';
 }
 
-// Newline-delimited JSON: text pieces, tool calls, then a last line with the counts.
+// Text pieces, tool calls, then a last part with the counts.
 async function collectStream(
-  body: AsyncIterable<string>,
+  stream: AsyncIterable<ChatResponse>,
   onDelta: (text: string) => void,
   requestedModel: string,
 ): Promise<ChatResult> {
   let content = '';
   const toolCalls: ToolCall[] = [];
-  let last: OllamaChatLine = {};
-  let buffered = '';
-  const handle = (text: string) => {
-    if (text.trim() === '') return;
-    const line = OllamaChatLine.parse(JSON.parse(text));
-    const piece = line.message?.content ?? '';
+  let last: Partial<ChatResponse> = {};
+  for await (const part of stream) {
+    const piece = part.message?.content ?? '';
     if (piece) {
       content += piece;
       onDelta(piece);
     }
-    toolCalls.push(...toToolCalls(line.message?.tool_calls ?? [], toolCalls.length));
-    if (line.done) last = line;
-  };
-  for await (const chunk of body) {
-    buffered += chunk;
-    let newline = buffered.indexOf('\n');
-    while (newline >= 0) {
-      handle(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf('\n');
-    }
+    toolCalls.push(...toToolCalls(part.message?.tool_calls ?? [], toolCalls.length));
+    if (part.done) last = part;
   }
-  handle(buffered);
   return {
     content,
     toolCalls,
     finishReason: finishReasonOf(last.done_reason, toolCalls.length > 0),
     model: last.model ?? requestedModel,
-    usage: { inputTokens: last.prompt_eval_count ?? 0, outputTokens: last.eval_count ?? 0 },
+    usage: usageOf(last),
   };
 }

@@ -5,9 +5,14 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import { z } from 'zod';
-import { createHttpTransport } from './http-transport';
-import { type ChatCall, type ChatResult, type Provider, parseToolArguments } from './provider';
+import {
+  type ChatCall,
+  type ChatResult,
+  type Provider,
+  parseToolArguments,
+  withTimeout,
+} from './provider';
+import { errorMessageOf } from './provider-error';
 
 export type OpenAiCompatibleOptions = {
   name: string;
@@ -16,100 +21,89 @@ export type OpenAiCompatibleOptions = {
   hosted: boolean;
 };
 
-const OPENAI_BASE_URL = 'https://api.openai.com/v1';
-
 // OpenAI itself, and any other server that speaks the same API (vLLM, LM Studio, llama.cpp).
-// Streamed answers go through the `openai` SDK, which parses the event stream; everything else
-// through the HTTP transport, which takes about a fifth of the SDK's CPU per call.
 export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions): Provider {
-  const baseURL = options.baseURL ?? OPENAI_BASE_URL;
   const client = new OpenAI({
     apiKey: options.apiKey,
-    baseURL,
+    baseURL: options.baseURL,
     // One attempt per call: retries, backoff and fallbacks belong to the router.
     maxRetries: 0,
+    fetch: fetchWithOpenAiErrors,
   });
-  const http = createHttpTransport(baseURL, { authorization: `Bearer ${options.apiKey}` });
   return {
     name: options.name,
     hosted: options.hosted,
-    async chat(call) {
-      const body = toRequest(call);
-      if (!call.onDelta) {
-        const completion = Completion.parse(
-          await http.postJson('/chat/completions', { ...body, stream: false }, call),
+    chat: (call) =>
+      withTimeout(call, async (signal) => {
+        const body = toRequest(call);
+        if (!call.onDelta) {
+          const completion = await client.chat.completions.create(
+            { ...body, stream: false },
+            { signal },
+          );
+          const choice = completion.choices[0];
+          return {
+            content: choice?.message.content ?? '',
+            toolCalls: (choice?.message.tool_calls ?? []).flatMap((toolCall) =>
+              toolCall.type === 'function' && toolCall.function
+                ? [
+                    {
+                      id: toolCall.id,
+                      name: toolCall.function.name,
+                      arguments: parseToolArguments(toolCall.function.arguments),
+                    },
+                  ]
+                : [],
+            ),
+            finishReason: finishReasonOf(choice?.finish_reason),
+            // Compatible servers leave some fields out.
+            model: completion.model ?? call.model,
+            usage: {
+              inputTokens: completion.usage?.prompt_tokens ?? 0,
+              outputTokens: completion.usage?.completion_tokens ?? 0,
+            },
+          };
+        }
+        const stream = await client.chat.completions.create(
+          { ...body, stream: true, stream_options: { include_usage: true } },
+          { signal },
         );
-        const choice = completion.choices[0];
-        return {
-          content: choice?.message.content ?? '',
-          toolCalls: (choice?.message.tool_calls ?? []).flatMap((toolCall) =>
-            toolCall.type === 'function' && toolCall.function
-              ? [
-                  {
-                    id: toolCall.id,
-                    name: toolCall.function.name,
-                    arguments: parseToolArguments(toolCall.function.arguments),
-                  },
-                ]
-              : [],
-          ),
-          finishReason: finishReasonOf(choice?.finish_reason),
-          model: completion.model ?? call.model,
-          usage: {
-            inputTokens: completion.usage?.prompt_tokens ?? 0,
-            outputTokens: completion.usage?.completion_tokens ?? 0,
-          },
-        };
-      }
-      const stream = await client.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { timeout: call.timeoutMs, signal: call.signal },
-      );
-      return collectStream(stream, call.onDelta, call.model);
-    },
-    async embed(call) {
-      const response = Embeddings.parse(
-        await http.postJson(
-          '/embeddings',
+        return collectStream(stream, call.onDelta, call.model);
+      }),
+    embed: (call) =>
+      withTimeout(call, async (signal) => {
+        const response = await client.embeddings.create(
           { model: call.model, input: call.texts, encoding_format: 'float' },
-          call,
-        ),
-      );
-      const vectors = [...response.data]
-        .sort((a, b) => a.index - b.index)
-        .map((item) => item.embedding);
-      return { vectors, inputTokens: response.usage?.prompt_tokens ?? 0 };
-    },
+          { signal },
+        );
+        const vectors = [...response.data]
+          .sort((a, b) => a.index - b.index)
+          .map((item) => item.embedding);
+        return { vectors, inputTokens: response.usage?.prompt_tokens ?? 0 };
+      }),
   };
 }
 
-// The parts of a chat completion the gateway reads; compatible servers leave some out.
-const Completion = z.object({
-  model: z.string().optional(),
-  choices: z.array(
-    z.object({
-      message: z.object({
-        content: z.string().nullish(),
-        tool_calls: z
-          .array(
-            z.object({
-              id: z.string(),
-              type: z.string(),
-              // Absent on the other tool types (custom tools), which the gateway does not offer.
-              function: z.object({ name: z.string(), arguments: z.string() }).optional(),
-            }),
-          )
-          .nullish(),
-      }),
-      finish_reason: z.string().nullish(),
-    }),
-  ),
-  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number() }).nullish(),
-});
-const Embeddings = z.object({
-  data: z.array(z.object({ index: z.number(), embedding: z.array(z.number()) })),
-  usage: z.object({ prompt_tokens: z.number() }).nullish(),
-});
+// The SDK reads an error's message only from OpenAI's shape (`{error: {message}}`). Compatible
+// servers answer in their own (vLLM `{message}`, others `{error: "…"}` or a proxy's text page),
+// so error answers are put into OpenAI's shape first: without the provider's text a context-length
+// refusal looks like any other bad request, and the router would send the same prompt on.
+async function fetchWithOpenAiErrors(
+  input: string | URL | Request,
+  init?: RequestInit,
+): Promise<Response> {
+  const response = await fetch(input, init);
+  if (response.ok) return response;
+  const message = errorMessageOf(await response.text()) ?? `HTTP ${response.status}`;
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  headers.set('content-type', 'application/json');
+  return new Response(JSON.stringify({ error: { message } }), {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}
 
 type RequestBody = Omit<ChatCompletionCreateParams, 'stream'>;
 

@@ -64,9 +64,7 @@ function fromHttpStatus(
   return new ProviderError('bad_request', message, details);
 }
 
-// An error answer read off the wire (the SDKs do this themselves): the message is the one in
-// the provider's JSON body, as Ollama (`{error}`), OpenAI (`{error: {message}}`) and some
-// compatible servers (`{message}`) put it, else the body's text.
+// An error answer read off the wire: the message is the provider's own (see errorMessageOf).
 export function fromHttpResponse(
   status: number,
   body: string,
@@ -75,23 +73,29 @@ export function fromHttpResponse(
   return fromHttpStatus(status, errorMessageOf(body) ?? `HTTP ${status}`, retryAfter);
 }
 
-function errorMessageOf(body: string): string | undefined {
+// The message in an error answer's body, as Ollama (`{error}`), OpenAI (`{error: {message}}`) and
+// some compatible servers (`{message}`) put it, else the body's text.
+export function errorMessageOf(body: string): string | undefined {
   try {
-    const parsed: unknown = JSON.parse(body);
-    if (parsed !== null && typeof parsed === 'object') {
-      const error = 'error' in parsed ? parsed.error : parsed;
-      if (typeof error === 'string') return error;
-      if (error !== null && typeof error === 'object' && 'message' in error) {
-        return String(error.message);
-      }
-    }
+    const message = messageIn(JSON.parse(body));
+    if (message !== undefined) return message;
   } catch {
     // Not JSON: a proxy's or a plain server's text.
   }
   return body.trim().slice(0, MAX_MESSAGE_CHARS) || undefined;
 }
 
-// SDK errors and HTTP transport failures into one classification.
+function messageIn(parsed: unknown): string | undefined {
+  if (parsed === null || typeof parsed !== 'object') return undefined;
+  const error = 'error' in parsed ? parsed.error : parsed;
+  if (typeof error === 'string') return error;
+  if (error !== null && typeof error === 'object' && 'message' in error) {
+    return String(error.message);
+  }
+  return undefined;
+}
+
+// SDK errors and failed answers into one classification.
 export function classifyError(error: unknown, signal: AbortSignal): ProviderError {
   if (error instanceof ProviderError) return error;
   if (signal.aborted) return new ProviderError('cancelled', 'the call was cancelled');
@@ -104,7 +108,10 @@ export function classifyError(error: unknown, signal: AbortSignal): ProviderErro
   }
   if (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) {
     if (error.status === undefined) return new ProviderError('network', 'no connection');
-    return fromHttpStatus(error.status, error.message, error.headers?.get('retry-after'));
+    // The `openai` SDK's `error` is the answer's, which openai-compatible.ts has put in OpenAI's
+    // shape; its own message starts with the status.
+    const message = (error instanceof OpenAI.APIError && messageIn(error.error)) || error.message;
+    return fromHttpStatus(error.status, message, error.headers?.get('retry-after'));
   }
   return new ProviderError('network', error instanceof Error ? error.message : String(error));
 }

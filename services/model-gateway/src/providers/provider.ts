@@ -1,4 +1,5 @@
 import type { ChatMessage, FinishReason, ToolCall, ToolChoice, Usage } from '@jarvis/contracts';
+import { ProviderError } from './provider-error';
 
 type ToolSpec = { name: string; description: string; parameters: Record<string, unknown> };
 
@@ -29,7 +30,8 @@ export type ChatResult = {
   usage: Usage;
 };
 
-type EmbedCall = { model: string; texts: string[]; timeoutMs: number; signal: AbortSignal };
+type CallLimits = { timeoutMs: number; signal: AbortSignal };
+type EmbedCall = CallLimits & { model: string; texts: string[] };
 type EmbedResult = { vectors: number[][]; inputTokens: number };
 
 export type Provider = {
@@ -53,4 +55,26 @@ export function parseToolArguments(text: string): Record<string, unknown> {
     // Falls through to the raw text.
   }
   return { _unparsed: text };
+}
+
+// Runs one provider call with a signal that ends it when the caller cancels or when its time is
+// up. The time covers the whole answer, a streamed one to its last piece: the SDKs' own timeout
+// stops at the answer's headers, so a stream that stalls halfway would hold the turn forever.
+export async function withTimeout<T>(
+  call: CallLimits,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const timeout = AbortSignal.timeout(call.timeoutMs);
+  const signal = AbortSignal.any([call.signal, timeout]);
+  try {
+    const result = await run(signal);
+    // The `openai` SDK ends a stream quietly when its signal aborts, as if the answer were whole.
+    signal.throwIfAborted();
+    return result;
+  } catch (error) {
+    if (timeout.aborted && !call.signal.aborted) {
+      throw new ProviderError('timeout', 'no answer in time');
+    }
+    throw error;
+  }
 }

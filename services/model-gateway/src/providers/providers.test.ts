@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type FakeLlm, freePort, startFakeLlm } from '@jarvis/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpTransport } from './http-transport';
 import { createOllamaProvider } from './ollama';
 import { createOpenAiCompatibleProvider } from './openai-compatible';
 import type { ChatCall, Provider } from './provider';
@@ -54,7 +54,6 @@ async function failureOf(provider: Provider, call: ChatCall): Promise<ProviderEr
   throw new Error('the call did not fail');
 }
 
-// Non-streamed calls of both providers go through the HTTP transport.
 describe.each([
   ['openai', openai],
   ['ollama', ollama],
@@ -162,17 +161,19 @@ describe('openai without streaming', () => {
 
 // A server of the test's own, for what the fake cannot show: which connection a request came
 // on, a body that stops halfway, an error page that is not JSON.
-describe('the HTTP transport', () => {
+describe("both providers against a server of the test's own", () => {
   let server: Server;
   let baseUrl: string;
   let handle: (res: ServerResponse) => void;
-  const ports: number[] = [];
+  let connectionsOpened = 0;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      ports.push(req.socket.remotePort ?? 0);
       req.resume();
       req.on('end', () => handle(res));
+    });
+    server.on('connection', () => {
+      connectionsOpened++;
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();
@@ -180,83 +181,118 @@ describe('the HTTP transport', () => {
     baseUrl = `http://127.0.0.1:${address.port}`;
   });
 
-  beforeEach(() => {
-    ports.length = 0;
-  });
-
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('keeps its connection alive from one call to the next', async () => {
-    handle = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":1}');
-    const http = createHttpTransport(baseUrl, {});
-    const call = { timeoutMs: 1_000, signal: new AbortController().signal };
+  // An answer of each provider's API, whole or as the first piece of a stream that never ends.
+  const ANSWERS = {
+    openai: {
+      whole: {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 0,
+        model: 'fake-model',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: 'Hello' },
+            finish_reason: 'stop',
+          },
+        ],
+      },
+      streamType: 'text/event-stream',
+      firstPiece: `data: ${JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion.chunk',
+        created: 0,
+        model: 'fake-model',
+        choices: [{ index: 0, delta: { content: 'Hello' }, finish_reason: null }],
+      })}\n\n`,
+    },
+    ollama: {
+      whole: { model: 'fake-model', message: { role: 'assistant', content: 'Hello' }, done: true },
+      streamType: 'application/x-ndjson',
+      firstPiece: `${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`,
+    },
+  } as const;
 
-    for (let index = 0; index < 3; index++) {
-      expect(await http.postJson('/x', {}, call)).toEqual({ ok: 1 });
-    }
+  describe.each([
+    ['openai', () => openai(`${baseUrl}/v1`)],
+    ['ollama', () => ollama(baseUrl)],
+  ] as const)('%s', (name, provider) => {
+    const answer = ANSWERS[name];
 
-    expect(ports).toHaveLength(3);
-    expect(new Set(ports).size).toBe(1);
-  });
+    it('keeps its connection alive from one call to the next', async () => {
+      handle = (res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(answer.whole));
+      const client = provider();
+      let opened = 0;
 
-  it('gives the text of an error page that is not JSON as the message', async () => {
-    handle = (res) => res.writeHead(502, { 'content-type': 'text/plain' }).end('Bad gateway\n');
-    const http = createHttpTransport(baseUrl, {});
-    const signal = new AbortController().signal;
+      for (let index = 0; index < 3; index++) {
+        expect(await client.chat?.(chatCall())).toMatchObject({ content: 'Hello' });
+        // A connection goes back to the pool a moment after its answer has been read; a call at
+        // that very instant would open a second one.
+        await sleep(20);
+        if (index === 0) opened = connectionsOpened;
+      }
 
-    const error = await http
-      .postJson('/x', {}, { timeoutMs: 1_000, signal })
-      .catch((caught: unknown) => caught);
-
-    expect(classifyError(error, signal)).toMatchObject({
-      kind: 'server',
-      status: 502,
-      message: 'Bad gateway',
+      expect(connectionsOpened).toBe(opened);
     });
-  });
 
-  it('reads the message of a compatible server that puts it at the top level', async () => {
-    handle = (res) =>
-      res
-        .writeHead(400, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ object: 'error', message: 'maximum context length is 4096 tokens' }));
-    const http = createHttpTransport(baseUrl, {});
-    const signal = new AbortController().signal;
+    it('gives the text of an error page that is not JSON as the message', async () => {
+      handle = (res) => res.writeHead(502, { 'content-type': 'text/plain' }).end('Bad gateway\n');
 
-    const error = await http
-      .postJson('/x', {}, { timeoutMs: 1_000, signal })
-      .catch((caught: unknown) => caught);
+      const failure = await failureOf(provider(), chatCall());
 
-    expect(classifyError(error, signal)).toMatchObject({ kind: 'context_length', status: 400 });
-  });
+      expect(failure).toMatchObject({ kind: 'server', status: 502, message: 'Bad gateway' });
+    });
 
-  it('times out a stream that stops halfway, after the pieces already sent', async () => {
-    handle = (res) => {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(`${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`);
-    };
-    const pieces: string[] = [];
-    const call = chatCall({ timeoutMs: 300, onDelta: (text) => pieces.push(text) });
+    it('reads the message of a compatible server that puts it at the top level', async () => {
+      handle = (res) =>
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(
+            JSON.stringify({ object: 'error', message: 'maximum context length is 4096 tokens' }),
+          );
 
-    const failure = await failureOf(ollama(baseUrl), call);
+      const failure = await failureOf(provider(), chatCall());
 
-    expect(failure.kind).toBe('timeout');
-    expect(pieces).toEqual(['Hello']);
-  });
+      expect(failure).toMatchObject({
+        kind: 'context_length',
+        status: 400,
+        message: 'maximum context length is 4096 tokens',
+      });
+    });
 
-  it('stops a stream when the caller cancels it halfway', async () => {
-    handle = (res) => {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(`${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`);
-    };
-    const controller = new AbortController();
-    const call = chatCall({ signal: controller.signal, onDelta: () => controller.abort() });
+    it('times out a stream that stops halfway, after the pieces already sent', async () => {
+      handle = (res) => {
+        res.writeHead(200, { 'content-type': answer.streamType });
+        res.write(answer.firstPiece);
+      };
+      const pieces: string[] = [];
+      const call = chatCall({ timeoutMs: 300, onDelta: (text) => pieces.push(text) });
 
-    const failure = await failureOf(ollama(baseUrl), call);
+      const failure = await failureOf(provider(), call);
 
-    expect(failure.kind).toBe('cancelled');
+      expect(failure.kind).toBe('timeout');
+      expect(pieces).toEqual(['Hello']);
+    });
+
+    it('stops a stream when the caller cancels it halfway', async () => {
+      handle = (res) => {
+        res.writeHead(200, { 'content-type': answer.streamType });
+        res.write(answer.firstPiece);
+      };
+      const controller = new AbortController();
+      const call = chatCall({ signal: controller.signal, onDelta: () => controller.abort() });
+
+      const failure = await failureOf(provider(), call);
+
+      expect(failure.kind).toBe('cancelled');
+    });
   });
 });

@@ -6,7 +6,7 @@ const ALLOWED = 'https://app.example.com';
 let harness: RouterHarness;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', () => [], {
+  harness = await startRouterHarness('/v1', {
     corsOrigins: [ALLOWED, 'http://localhost:5173'],
   });
 });
@@ -81,7 +81,7 @@ describe('CORS with no origins listed (the default)', () => {
   let sameOriginOnly: RouterHarness;
 
   beforeAll(async () => {
-    sameOriginOnly = await startRouterHarness('/v1', () => []);
+    sameOriginOnly = await startRouterHarness('/v1');
   });
 
   afterAll(async () => {

@@ -1,13 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerDocumentHandlers } from '../../../memory/src/documents-handlers';
-import { registerExportHandlers } from '../../../memory/src/export-handlers';
-import { registerFileHandlers } from '../../../memory/src/files-handlers';
-import { registerHandlers } from '../../../memory/src/handlers';
-import {
-  type MessageIndexer,
-  startMessageIndexer,
-} from '../../../memory/src/services/index-messages';
 import { badRequest, type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
 import { JSON_MAX_DEPTH } from '../services/json-depth';
 
@@ -15,22 +7,12 @@ import { JSON_MAX_DEPTH } from '../services/json-depth';
 const ATTACK_DEPTH = 4_500;
 
 let harness: RouterHarness;
-let indexer: MessageIndexer;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', (bus, pool) => {
-    indexer = startMessageIndexer(pool, bus.logger);
-    return [
-      ...registerHandlers(bus, pool, indexer),
-      ...registerFileHandlers(bus, pool),
-      ...registerDocumentHandlers(bus, pool),
-      ...registerExportHandlers(bus, pool),
-    ];
-  });
+  harness = await startRouterHarness('/v1', { services: ['memory'] });
 });
 
 afterAll(async () => {
-  await indexer?.stop();
   await harness?.stop();
 });
 

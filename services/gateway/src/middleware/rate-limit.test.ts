@@ -13,7 +13,7 @@ const UNAUTHENTICATED_PER_MINUTE = 5;
 let harness: RouterHarness;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', () => [], {
+  harness = await startRouterHarness('/v1', {
     rateLimit: {
       perMinute: PER_MINUTE,
       chatPerMinute: CHAT_PER_MINUTE,
@@ -168,7 +168,7 @@ describe('behind a trusted proxy', () => {
   let proxied: RouterHarness;
 
   beforeAll(async () => {
-    proxied = await startRouterHarness('/v1', () => [], {
+    proxied = await startRouterHarness('/v1', {
       rateLimit: { perMinute: 0, chatPerMinute: 0, unauthenticatedPerMinute: 2 },
       trustProxy: ['loopback'],
     });

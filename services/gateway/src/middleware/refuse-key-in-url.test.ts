@@ -4,7 +4,7 @@ import { type RouterHarness, startRouterHarness } from '../routes/router-test-ha
 let harness: RouterHarness;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', () => []);
+  harness = await startRouterHarness('/v1');
 });
 
 afterAll(async () => {

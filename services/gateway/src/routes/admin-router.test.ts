@@ -20,7 +20,7 @@ let bob: TestUser;
 let adminKey: string;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', () => []);
+  harness = await startRouterHarness('/v1');
   ({ alice, bob } = harness);
   const { generatedKey } = await ensureAdminKey(harness.db.pool, undefined);
   if (!generatedKey) throw new Error('expected a generated admin key');

@@ -10,7 +10,7 @@ let harness: RouterHarness;
 
 beforeAll(async () => {
   nats = await startPrivateNats();
-  harness = await startRouterHarness('/v1', () => [], { natsUrl: nats.url });
+  harness = await startRouterHarness('/v1', { natsUrl: nats.url });
   await nats.stop();
   await waitFor(() => !harness.bus.isConnected(), { what: 'the gateway to see the outage' });
 });

@@ -5,23 +5,14 @@ import {
   memoryAppend,
 } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerHandlers } from '../../../memory/src/handlers';
-import {
-  type MessageIndexer,
-  startMessageIndexer,
-} from '../../../memory/src/services/index-messages';
 import { badRequest, type RouterHarness, startRouterHarness } from './router-test-harness';
 
 // History through the gateway: GET /v1/conversations and GET /v1/conversations/{id}/messages.
 let harness: RouterHarness;
-let indexer: MessageIndexer;
 let conversationId: string;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/conversations', (bus, pool) => {
-    indexer = startMessageIndexer(pool, bus.logger);
-    return registerHandlers(bus, pool, indexer);
-  });
+  harness = await startRouterHarness('/v1/conversations', { services: ['memory'] });
   for (const content of ['one', 'two', 'three']) {
     const { message } = await harness.bus.request(memoryAppend, {
       userId: harness.alice.id,
@@ -33,7 +24,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await indexer?.stop();
   await harness?.stop();
 });
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryDocumentsIngestResponse } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerDocumentHandlers } from '../../../memory/src/documents-handlers';
 import { createUser } from '../services/api-keys';
 import {
   badRequest,
@@ -15,7 +14,7 @@ let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory/documents', registerDocumentHandlers);
+  harness = await startRouterHarness('/v1/memory/documents', { services: ['memory'] });
   ({ alice, bob } = harness);
 });
 

@@ -12,7 +12,7 @@ let harness: RouterHarness;
 const connections: SseConnection[] = [];
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/events', () => [], {
+  harness = await startRouterHarness('/v1/events', {
     eventStreamsPerUser: EVENT_STREAMS_PER_USER,
   });
   await ensureEventStream(harness.bus, USER_EVENTS_STREAM);

@@ -5,7 +5,7 @@ import { type RouterHarness, startRouterHarness } from './router-test-harness';
 let harness: RouterHarness;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory', () => []);
+  harness = await startRouterHarness('/v1/memory');
 });
 
 afterAll(async () => {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Fact, MemoryFactsListResponse, MemoryFactsRememberResponse } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerFactHandlers } from '../../../memory/src/facts-handlers';
 import {
   badRequest,
   type Reply,
@@ -15,7 +14,7 @@ let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory/facts', registerFactHandlers);
+  harness = await startRouterHarness('/v1/memory/facts', { services: ['memory'] });
   ({ alice, bob } = harness);
 });
 

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerFileHandlers } from '../../../memory/src/files-handlers';
 import {
   badRequest,
   type RouterHarness,
@@ -12,7 +11,7 @@ let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory/files', registerFileHandlers);
+  harness = await startRouterHarness('/v1/memory/files', { services: ['memory'] });
   ({ alice, bob } = harness);
 });
 

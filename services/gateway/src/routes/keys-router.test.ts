@@ -15,7 +15,7 @@ let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/keys', () => []);
+  harness = await startRouterHarness('/v1/keys');
   ({ alice, bob } = harness);
 });
 

@@ -1,10 +1,14 @@
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import { migrate, type Pool } from '@jarvis/db';
+import { migrate } from '@jarvis/db';
 import { createService, type Service } from '@jarvis/service-kit';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
 import {
   connectTestRedis,
+  NATS_URL,
+  REDIS_URL,
+  type ServiceName,
+  Stack,
   startTestDatabase,
   type TestDatabase,
   uniqueNamespace,
@@ -34,6 +38,11 @@ export type RouterHarness = {
 };
 
 type HarnessOptions = {
+  // The services the routes talk to, each started as its own process on the test's database,
+  // NATS namespace and Redis, as in production; none unless a test names them.
+  services?: readonly ServiceName[];
+  // Settings for those services beyond the connections (a usage limit, say).
+  serviceEnv?: Record<string, string>;
   // Per user, and per address without a valid key, per minute (0: none); the production
   // defaults, and a roomy unauthenticated limit, unless a test sets its own.
   rateLimit?: { perMinute: number; chatPerMinute: number; unauthenticatedPerMinute: number };
@@ -45,32 +54,63 @@ type HarnessOptions = {
   natsUrl?: string;
 };
 
-// The gateway's real /v1 router in front of the memory service's real handlers, on a test
-// database and the machine's NATS and Redis: what a route test needs, set up once per file.
+type Stopper = () => unknown;
+
+// The gateway's real /v1 router in front of the real services it asks (the ones a test names),
+// on a test database and the machine's NATS and Redis: what a route test needs, set up once per
+// file.
 export async function startRouterHarness(
   basePath: string,
-  registerMemory: (bus: Bus, pool: Pool) => { unsubscribe(): void }[],
   options: HarnessOptions = {},
 ): Promise<RouterHarness> {
+  // What was started is stopped in reverse, also when a later step fails: the service processes
+  // would otherwise outlive the test run.
+  const stoppers: Stopper[] = [];
+  const stop = async () => {
+    for (const stopOne of stoppers.splice(0).reverse()) await stopOne();
+  };
+  try {
+    return { ...(await startHarness(basePath, options, stoppers)), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function startHarness(
+  basePath: string,
+  options: HarnessOptions,
+  stoppers: Stopper[],
+): Promise<Omit<RouterHarness, 'stop'>> {
   const db = await startTestDatabase();
+  stoppers.push(() => db.stop());
   await migrate(db.pool, {
     schema: 'gateway',
     directory: new URL('../../migrations', import.meta.url),
   });
-  await migrate(db.pool, {
-    schema: 'memory',
-    directory: new URL('../../../memory/migrations', import.meta.url),
-  });
   const namespace = uniqueNamespace('gateway-routes');
-  const memoryBus = await connectTestBus(namespace, options.natsUrl);
+  // Started before the gateway's routes: a service answers once it is ready, so no request of
+  // the test finds no responders.
+  const services = new Stack({
+    services: options.services ?? [],
+    databaseUrl: db.url,
+    env: {
+      NATS_URL: options.natsUrl ?? NATS_URL,
+      REDIS_URL,
+      NATS_NAMESPACE: namespace,
+      LOG_LEVEL: 'warn',
+      ...options.serviceEnv,
+    },
+  });
+  await services.start();
+  stoppers.push(() => services.stop());
   const gatewayBus = await connectTestBus(namespace, options.natsUrl);
+  stoppers.push(() => gatewayBus.close());
   const redis = connectTestRedis();
+  stoppers.push(() => redis.disconnect());
   // As main.ts does, the routes start once Redis is ready: until then the rate limiter lets
   // requests through uncounted, and a test's first request could be one of them.
   await redis.ping();
-  const subscriptions = registerMemory(memoryBus, db.pool);
-  // A request published before the memory SUB reached NATS would find no responders.
-  await memoryBus.nc.flush();
 
   const logger = createLogger('gateway-routes-test', 'silent');
   const service: Service = createService({
@@ -84,6 +124,7 @@ export async function startRouterHarness(
     onStop: async () => {},
     exit: () => {},
   });
+  stoppers.push(() => service.stop());
   service.app.set('trust proxy', options.trustProxy ?? false);
   service.app.use(
     '/v1',
@@ -131,14 +172,6 @@ export async function startRouterHarness(
       });
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
-    },
-    async stop() {
-      await service.stop();
-      for (const subscription of subscriptions) subscription.unsubscribe();
-      await gatewayBus.close();
-      await memoryBus.close();
-      redis.disconnect();
-      await db.stop();
     },
   };
 }

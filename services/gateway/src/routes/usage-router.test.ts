@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ModelUsageResponse } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { connectTestRedis } from '@jarvis/testkit';
+import { publishWork } from '@jarvis/bus';
+import { type ModelUsageEvent, ModelUsageResponse, modelUsageRecorded } from '@jarvis/contracts';
+import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerUsageHandlers } from '../../../model-gateway/src/usage/usage-handlers';
-import { applyUsageEvents } from '../../../model-gateway/src/usage/usage-repository';
 import {
   badRequest,
   type RouterHarness,
@@ -13,48 +11,40 @@ import {
 } from './router-test-harness';
 
 let harness: RouterHarness;
-let redis: ReturnType<typeof connectTestRedis>;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  redis = connectTestRedis();
-  harness = await startRouterHarness('/v1/usage', (bus, pool) =>
-    registerUsageHandlers(bus, {
-      pool,
-      redis,
-      limits: { dailyTokens: 10_000, dailyCostUsd: 0, requestsPerMinute: 60 },
-    }),
-  );
-  await migrate(harness.db.pool, {
-    schema: 'model_gateway',
-    directory: new URL('../../../model-gateway/migrations', import.meta.url),
+  harness = await startRouterHarness('/v1/usage', {
+    services: ['model-gateway'],
+    serviceEnv: {
+      USER_DAILY_TOKEN_LIMIT: '10000',
+      USER_DAILY_COST_LIMIT_USD: '0',
+      USER_REQUESTS_PER_MINUTE: '60',
+    },
   });
   ({ alice, bob } = harness);
 });
 
 afterAll(async () => {
   await harness?.stop();
-  redis?.disconnect();
 });
 
 const call: RouterHarness['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
-function rollUp(userId: string, day: string, inputTokens: number) {
-  return applyUsageEvents(harness.db.pool, [
-    {
-      id: randomUUID(),
-      userId,
-      provider: 'openai',
-      model: 'gpt-test',
-      purpose: 'chat',
-      inputTokens,
-      outputTokens: 1,
-      costUsd: 0.002,
-      at: `${day}T10:00:00.000Z`,
-    },
-  ]);
+function usageEvent(userId: string, day: string, inputTokens: number): ModelUsageEvent {
+  return {
+    id: randomUUID(),
+    userId,
+    provider: 'openai',
+    model: 'gpt-test',
+    purpose: 'chat',
+    inputTokens,
+    outputTokens: 1,
+    costUsd: 0.002,
+    at: `${day}T10:00:00.000Z`,
+  };
 }
 
 describe('GET /v1/usage', () => {
@@ -65,10 +55,22 @@ describe('GET /v1/usage', () => {
   });
 
   it("answers the key's own user's usage in the range, with limits and what is left", async () => {
-    await rollUp(alice.id, '2025-03-01', 40);
-    await rollUp(alice.id, '2025-03-01', 2);
-    await rollUp(alice.id, '2025-04-01', 7);
-    await rollUp(bob.id, '2025-03-01', 1_000);
+    // As the model gateway's meter sends them: one stream message, which its rollup applies in
+    // one statement, so once alice's April is counted all of them are.
+    const events = [
+      usageEvent(alice.id, '2025-03-01', 40),
+      usageEvent(alice.id, '2025-03-01', 2),
+      usageEvent(alice.id, '2025-04-01', 7),
+      usageEvent(bob.id, '2025-03-01', 1_000),
+    ];
+    await publishWork(harness.bus, modelUsageRecorded, { events }, randomUUID());
+    await waitFor(
+      async () => {
+        const april = await call('GET', '/?from=2025-04-01&to=2025-04-01', { key: alice.key });
+        return ModelUsageResponse.parse(april.body).days.length > 0 || undefined;
+      },
+      { what: 'the usage events to be rolled up' },
+    );
 
     const reply = await call('GET', '/?from=2025-03-01&to=2025-03-31', { key: alice.key });
 

@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryConversationsListResponse, MemoryMessagesListResponse } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerExportHandlers } from '../../../memory/src/export-handlers';
-import { registerHandlers } from '../../../memory/src/handlers';
-import {
-  type MessageIndexer,
-  startMessageIndexer,
-} from '../../../memory/src/services/index-messages';
 import {
   badRequest,
   type RouterHarness,
@@ -18,17 +12,12 @@ import { createUser } from './api-keys';
 // Imports through the gateway: a bad record answers 400 naming it and stores nothing, and an
 // Idempotency-Key holds to the one request it was first sent with.
 let harness: RouterHarness;
-let indexer: MessageIndexer;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', (bus, pool) => {
-    indexer = startMessageIndexer(pool, bus.logger);
-    return [...registerHandlers(bus, pool, indexer), ...registerExportHandlers(bus, pool)];
-  });
+  harness = await startRouterHarness('/v1', { services: ['memory'] });
 });
 
 afterAll(async () => {
-  await indexer?.stop();
   await harness?.stop();
 });
 

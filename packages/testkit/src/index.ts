@@ -1,4 +1,3 @@
-export * from './bench-proc';
 export * from './fake-llm';
 export * from './infra';
 export * from './process';

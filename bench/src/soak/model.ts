@@ -1,6 +1,6 @@
+import { isTurnRequest, type SentMessage, sentMessages } from '@jarvis/e2e/fake-requests';
 import type { FakeLlmRequest, FakeReply } from '@jarvis/testkit';
-import type { PlantedFact } from './bench-soak-corpus';
-import { isTurnRequest, type SentMessage, sentMessages } from './fake-requests';
+import type { PlantedFact } from './corpus';
 
 // The soak's language model: the fake LLM answering at once, but with answers shaped like a
 // real model's, so the background work the product does after each turn happens as it would:

@@ -3,17 +3,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { ChatResponse, ImportMessagesResponse } from '@jarvis/contracts';
-import {
-  cpuMsPerTurn,
-  type MachineServer,
-  readCpuSeconds,
-  residentMb,
-  SERVICE_NAMES,
-} from '@jarvis/testkit';
+import { type StackFixture, startStackFixture } from '@jarvis/e2e/stack-fixture';
+import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
-import { composeMessage, loadChatLines, PLANTED_FACTS } from './bench-soak-corpus';
-import { createSoakModel } from './bench-soak-model';
+import { LOCOMO_DEV, RESULTS_DIR } from '../paths';
+import { cpuMsPerTurn, type MachineServer, readCpuSeconds, residentMb } from '../proc';
+import { composeMessage, loadChatLines, PLANTED_FACTS } from './corpus';
+import { createSoakModel } from './model';
 import {
   cpuLine,
   describeWindows,
@@ -26,8 +23,7 @@ import {
   slopePer1000Turns,
   spread,
   type TurnRecord,
-} from './bench-soak-report';
-import { type StackFixture, startStackFixture } from './stack-fixture';
+} from './report';
 
 // `make bench` (soak): one conversation of SOAK_TURNS turns (10,000) through the whole stack, as
 // six service processes and the embedded Postgres, with the fake LLM, for a user who already has
@@ -83,9 +79,6 @@ const PROCESSES = [...SERVICE_NAMES, 'postgres'] as const;
 const SERVERS: MachineServer[] = settings.DATABASE_URL
   ? ['postgres', 'nats-server', 'redis-server']
   : ['nats-server', 'redis-server'];
-
-const RESULTS_DIR = resolve(import.meta.dirname, '../../bench-results');
-const CHAT_LINES = resolve(import.meta.dirname, '../../../shared/data/locomo-dev.json');
 
 type ImportedMessage = { role: 'user' | 'assistant'; content: string; createdAt: string };
 
@@ -356,7 +349,7 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
   return report;
 }
 
-const lines = await loadChatLines(CHAT_LINES);
+const lines = await loadChatLines(LOCOMO_DEV);
 const model = createSoakModel(PLANTED_FACTS);
 const plantedAt = new Map(PLANTED_FACTS.map((fact, index) => [2 + index * PLANT_EVERY, fact]));
 

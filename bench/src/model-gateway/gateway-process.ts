@@ -1,15 +1,15 @@
 import { Bus } from '@jarvis/bus';
 import { createPool, migrate } from '@jarvis/db';
+import { loadEnv } from '@jarvis/model-gateway/src/env';
+import { registerHandlers } from '@jarvis/model-gateway/src/handlers';
+import type { Provider } from '@jarvis/model-gateway/src/providers/provider';
+import { createRedis } from '@jarvis/model-gateway/src/redis-client';
+import { createRouting } from '@jarvis/model-gateway/src/routing/create-routing';
+import { createGenAiMetrics } from '@jarvis/model-gateway/src/telemetry/gen-ai';
+import { usageLimitsFrom } from '@jarvis/model-gateway/src/usage/usage-env';
+import { createUsageMeter, type UsageMeter } from '@jarvis/model-gateway/src/usage/usage-meter';
+import { startUsageRollup } from '@jarvis/model-gateway/src/usage/usage-rollup';
 import { createLogger, createMetrics, startTelemetry } from '@jarvis/telemetry';
-import { loadEnv } from '../env';
-import { registerHandlers } from '../handlers';
-import type { Provider } from '../providers/provider';
-import { createRedis } from '../redis-client';
-import { createRouting } from '../routing/create-routing';
-import { createGenAiMetrics } from '../telemetry/gen-ai';
-import { usageLimitsFrom } from '../usage/usage-env';
-import { createUsageMeter, type UsageMeter } from '../usage/usage-meter';
-import { startUsageRollup } from '../usage/usage-rollup';
 import {
   cpuReport,
   findMarker,
@@ -18,9 +18,13 @@ import {
   reportReady,
   type StageTimings,
   serveCommands,
-} from './bench-ipc';
+} from './ipc';
 
-// The gateway for gateway-bench.ts, in a process of its own, built as main.ts builds it: the
+// The one bench that builds a deployable from its modules rather than running its main.ts (see
+// bench/README.md): the gateway's own overhead is the round trip less the provider's time, and
+// only stopwatches inside the gateway can take that per request; the real process has none.
+//
+// The gateway for overhead.ts, in a process of its own, built as main.ts builds it: the
 // same env parsing, telemetry (a real tracer provider, no exporter), Redis and NATS clients,
 // usage meter with the default budgets, the usage rollup into Postgres (it runs on the same
 // event loop as the calls, so its cost is theirs), routing and handlers. Left out: the usage
@@ -40,7 +44,7 @@ const logger = createLogger(SERVICE, env.LOG_LEVEL);
 const pool = createPool({ url: env.DATABASE_URL, applicationName: SERVICE });
 await migrate(pool, {
   schema: 'model_gateway',
-  directory: new URL('../../migrations', import.meta.url),
+  directory: new URL('../../../services/model-gateway/migrations', import.meta.url),
 });
 const redis = createRedis(env.REDIS_URL);
 await redis.connect();

@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-// How gateway-bench.ts talks to its child processes (the gateway, the fake model server) over
+// How overhead.ts talks to its child processes (the gateway, the fake model server) over
 // Node's IPC channel: one command at a time, each answered by one report. Nothing crosses it
 // while a block of requests is being timed.
 
@@ -91,7 +91,7 @@ export function serveCommands<C extends z.ZodType>(
   stop: () => Promise<void>,
 ): void {
   const send = process.send?.bind(process);
-  if (!send) throw new Error('started without an IPC channel: run gateway-bench.ts instead');
+  if (!send) throw new Error('started without an IPC channel: run overhead.ts instead');
   process.on('message', (message: unknown) => {
     const command = schema.safeParse(message);
     if (!command.success) return;

@@ -15,12 +15,14 @@ import {
   modelChat,
 } from '@jarvis/contracts';
 import { createPool, type Pool } from '@jarvis/db';
+import { loadEnv } from '@jarvis/model-gateway/src/env';
+import { usageLimitsFrom } from '@jarvis/model-gateway/src/usage/usage-env';
 import { startTelemetry } from '@jarvis/telemetry';
-import { NATS_URL, REDIS_URL, readCpuSeconds, uniqueNamespace } from '@jarvis/testkit';
+import { NATS_URL, REDIS_URL, uniqueNamespace } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { loadEnv } from '../env';
-import { usageLimitsFrom } from '../usage/usage-env';
+import { RESULTS_DIR, ROOT_DIR } from '../paths';
+import { readCpuSeconds } from '../proc';
 import {
   type BenchChild,
   type FakeCommand,
@@ -29,10 +31,10 @@ import {
   type PostgresCommand,
   type Report,
   startChild,
-} from './bench-ipc';
+} from './ipc';
 
-// `make bench` (model-gateway): the gateway's own overhead on a chat call, issue 4's target
-// being a p95 under 5 ms with 50 concurrent requesters on this 2-core machine.
+// `make bench` (model-gateway): the gateway's own overhead on a chat call, against a target of
+// a p95 under 5 ms with 50 concurrent requesters on a 2-core machine.
 //
 // Three processes, as in production: the requesters (this one), the gateway (gateway-process.ts,
 // built as main.ts builds it, its usage rollup into Postgres included) and the model, here the
@@ -50,10 +52,10 @@ import {
 // - gateway: `bus.request` (or `bus.requestStreaming`) to model-gateway.chat, with a user id (so
 //   budget admission and usage recording run, with the default limits) unless the scenario says
 //   otherwise.
-// The gateway process times each of its provider calls (its own HTTP transport, or the `openai`
-// SDK when streaming, to the same fake), so the overhead is measured per request: the round trip
-// seen by the requester minus the provider time seen inside the gateway. Streaming: the first
-// text chunk at the requester minus the first text delta out of the SDK inside the gateway. As a cross-check that needs no stopwatch inside
+// The gateway process times each of its provider calls (the `openai` SDK to the same fake), so
+// the overhead is measured per request: the round trip seen by the requester minus the provider
+// time seen inside the gateway. Streaming: the first text chunk at the requester minus the first
+// text delta out of the SDK inside the gateway. As a cross-check that needs no stopwatch inside
 // the gateway, the overhead is also given as the gateway's percentile minus the direct one's.
 // With 50 requesters and a model that answers at once, both ways are saturated (closed loop:
 // each requester sends its next request when its last is answered), so latency is then mostly
@@ -72,7 +74,7 @@ import {
 // BENCH_SCENARIOS (ids, comma-separated) runs only some; BENCH_CPU_PROF=<dir> writes CPU
 // profiles of the gateway process there when the run ends.
 
-const RESULTS = resolve(import.meta.dirname, '../../../../bench-results/model-gateway-bench');
+const RESULTS = resolve(RESULTS_DIR, 'model-gateway-bench');
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 200);
 // Direct and gateway blocks alternate this many times per scenario.
@@ -699,8 +701,8 @@ average above.
   unless the row says otherwise. The request is shaped like the orchestrator's: a system message
   with profile, summary and memories, six messages of history and the question, about 2 KB.
 - **overhead per request**: each request's round trip at the requester minus the time its provider
-  call took inside the gateway (its HTTP transport, or the \`openai\` SDK when streaming, to the
-  same fake, timed around \`provider.chat\`). Streaming: first text chunk at the requester minus
+  call took inside the gateway (the \`openai\` SDK to the same fake, timed around
+  \`provider.chat\`). Streaming: first text chunk at the requester minus
   first text delta out of the SDK inside the gateway.
 - **overhead vs direct**: the gateway's percentile minus the direct way's percentile, a
   cross-check that needs no stopwatch inside the gateway. With 50 requesters and a model that
@@ -806,16 +808,14 @@ function loadAverage(): string {
     .join(' ');
 }
 
-// Which gateway code the figures are of: the commit, and whether the service's source (this
-// bench aside) had local changes.
+// Which gateway code the figures are of: the commit, and whether the service's source had local
+// changes.
 async function gatewayVersion(): Promise<string> {
   const git = (...args: string[]) =>
-    promisify(execFile)('git', args, { cwd: import.meta.dirname }).then(({ stdout }) =>
-      stdout.trim(),
-    );
+    promisify(execFile)('git', args, { cwd: ROOT_DIR }).then(({ stdout }) => stdout.trim());
   try {
     const commit = await git('rev-parse', '--short', 'HEAD');
-    const changes = await git('status', '--porcelain', '--', '..', ':(exclude).');
+    const changes = await git('status', '--porcelain', '--', 'services/model-gateway');
     return changes ? `${commit} with local changes` : commit;
   } catch {
     return 'unknown';
@@ -927,7 +927,7 @@ try {
   printTable(cpuTable(results));
   process.stdout.write(`\n${report.verdict.join('\n')}\n`);
   for (const warning of report.warnings) process.stdout.write(`warning: ${warning}\n`);
-  await mkdir(resolve(RESULTS, '..'), { recursive: true });
+  await mkdir(RESULTS_DIR, { recursive: true });
   await writeFile(`${RESULTS}.json`, `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(`${RESULTS}.md`, markdownOf(report));
   process.stdout.write(`written to ${RESULTS}.md and .json\n`);

@@ -1,8 +1,8 @@
 import { startEmbeddedPostgres } from '@jarvis/db';
 import { makeTempDir } from '@jarvis/testkit';
-import { cpuReport, PostgresCommand, reportReady, serveCommands } from './bench-ipc';
+import { cpuReport, PostgresCommand, reportReady, serveCommands } from './ipc';
 
-// The embedded Postgres for gateway-bench.ts when no DATABASE_URL is given, in a process of its
+// The embedded Postgres for overhead.ts when no DATABASE_URL is given, in a process of its
 // own as `make dev` runs it: the gateway's usage rollup writes to it, and its CPU is reported
 // apart from the gateway's.
 

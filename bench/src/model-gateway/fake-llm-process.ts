@@ -1,7 +1,7 @@
 import { type ChatReplyFn, startFakeLlm } from '@jarvis/testkit';
-import { cpuReport, FakeCommand, reportReady, serveCommands } from './bench-ipc';
+import { cpuReport, FakeCommand, reportReady, serveCommands } from './ipc';
 
-// The testkit's fake model server for gateway-bench.ts, in a process of its own: on this machine
+// The testkit's fake model server for overhead.ts, in a process of its own: on this machine
 // it still competes with the gateway for the two cores (a real provider would not), but its work
 // is not charged to the gateway's event loop, and the direct baseline calls the same process.
 // It answers with its default reply ("fake reply to: …", streamed word by word when asked),

@@ -2,10 +2,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as wait } from 'node:timers/promises';
 import { ChatResponse } from '@jarvis/contracts';
-import { residentMb, SERVICE_NAMES } from '@jarvis/testkit';
+import { startStackFixture } from '@jarvis/e2e/stack-fixture';
+import { SERVICE_NAMES } from '@jarvis/testkit';
 import pg from 'pg';
 import { z } from 'zod';
-import { startStackFixture } from './stack-fixture';
+import { RESULTS_DIR } from './paths';
+import { residentMb } from './proc';
 
 // `make bench`: one chat turn through all six services with the fake LLM (which answers at
 // once, so the figure is the stack's own cost), where its time goes, and each service's resident
@@ -26,7 +28,7 @@ const Settings = z.object({
 const settings = Settings.parse(process.env);
 const TURNS = settings.BENCH_TURNS;
 const WARM_UP = 20;
-const RESULTS = resolve(import.meta.dirname, '../../bench-results/chat-turn.json');
+const RESULTS = resolve(RESULTS_DIR, 'chat-turn.json');
 
 async function measureMemory(
   fixture: Awaited<ReturnType<typeof startStackFixture>>,
@@ -156,7 +158,7 @@ try {
     phasesMs,
     residentMemoryMb: { idleBeforeTurns: idleBefore, idleAfterTurns: idleAfter },
   };
-  await mkdir(resolve(RESULTS, '..'), { recursive: true });
+  await mkdir(RESULTS_DIR, { recursive: true });
   await writeFile(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(
     `chat turn through all services (fake LLM, ${TURNS} turns ${settings.BENCH_PAUSE_MS} ms apart, ${result.database} Postgres):\n`,

@@ -2,21 +2,20 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { type StackFixture, startStackFixture } from '@jarvis/e2e/stack-fixture';
 import {
   type ManagedProcess,
-  machineCpuMs,
   NATS_URL,
   REDIS_URL,
-  readCpuSeconds,
   SERVICE_NAMES,
   startProcess,
   uniqueNamespace,
   waitUntilReady,
 } from '@jarvis/testkit';
 import autocannon from 'autocannon';
-import { type StackFixture, startStackFixture } from './stack-fixture';
+import { RESULTS_DIR, ROOT_DIR } from './paths';
+import { machineCpuMs, readCpuSeconds } from './proc';
 
 // `make bench` (gateway): the public API under load from autocannon, in this process, against the
 // whole stack as six service processes with the embedded Postgres and the fake LLM (which answers
@@ -56,9 +55,6 @@ const LIMITER_COST_SECONDS = 3;
 const ROTATION_KEYS = 20;
 // A share of a core the rest of the machine may take before the figures get a warning.
 const QUIET_CORES = 0.25;
-
-const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
-const RESULTS_DIR = resolve(ROOT_DIR, 'bench-results');
 
 type Load = {
   url: string;

@@ -45,6 +45,7 @@ const USER = '00000000-0000-4000-8000-000000000001';
 const CONVERSATION = '00000000-0000-4000-8000-000000000002';
 const MESSAGE = '00000000-0000-4000-8000-000000000003';
 const RUN = '00000000-0000-4000-8000-000000000004';
+const REPLY = '00000000-0000-4000-8000-000000000005';
 // Alice's key, stored by the previous release as its SHA-256.
 const API_KEY = `jv_${'a'.repeat(32)}`;
 const SAID = 'My sister adopted a beagle named Biscuit';
@@ -70,8 +71,9 @@ const CONTENTS = `
                    FROM memory.messages),
     'facts', (SELECT json_agg(content) FROM memory.facts),
     'files', (SELECT json_agg(json_build_object('path', path, 'content', content)) FROM memory.files),
-    'runs', (SELECT json_agg(json_build_object('status', status, 'reply', reply_content))
-               FROM orchestrator.runs),
+    'runs', (SELECT json_agg(json_build_object('status', status, 'reply',
+                 (SELECT content FROM memory.messages m WHERE m.id = r.reply_message_id)))
+               FROM orchestrator.runs r),
     'usage', (SELECT json_agg(json_build_object('tokens', input_tokens, 'cost', cost_usd::text))
                 FROM model_gateway.usage_daily)
   ) AS contents`;
@@ -106,8 +108,8 @@ describe('upgrading a database from the previous release', () => {
     await pool.query(
       `INSERT INTO memory.messages (id, user_id, conversation_id, role, content, created_at)
        VALUES ($3, $1, $2, 'user', $4, '2026-11-01T10:00:00Z'),
-              (gen_random_uuid(), $1, $2, 'assistant', 'Noted.', '2026-11-01T10:00:01Z')`,
-      [USER, CONVERSATION, MESSAGE, SAID],
+              ($5, $1, $2, 'assistant', 'Noted.', '2026-11-01T10:00:01Z')`,
+      [USER, CONVERSATION, MESSAGE, SAID, REPLY],
     );
     // The message as the previous release indexed it: its sparse vector and term statistics.
     await pool.query(
@@ -132,9 +134,10 @@ describe('upgrading a database from the previous release', () => {
     );
     await pool.query(
       `INSERT INTO orchestrator.runs (id, turn_id, user_id, conversation_id, user_message_id,
-                                      status, reply_content, created_at)
-       VALUES ($4, gen_random_uuid(), $1, $2, $3, 'completed', 'Noted.', '2026-11-01T10:00:00Z')`,
-      [USER, CONVERSATION, MESSAGE, RUN],
+                                      status, reply_message_id, reply_content, created_at)
+       VALUES ($4, gen_random_uuid(), $1, $2, $3, 'completed', $5, 'Noted.',
+               '2026-11-01T10:00:00Z')`,
+      [USER, CONVERSATION, MESSAGE, RUN, REPLY],
     );
     await pool.query(
       `INSERT INTO model_gateway.usage_daily (day, user_id, provider, model, purpose,
@@ -152,7 +155,7 @@ describe('upgrading a database from the previous release', () => {
 
     expect(upgraded).toEqual({
       gateway: [],
-      orchestrator: ['006_turn_submissions.sql'],
+      orchestrator: ['006_turn_submissions.sql', '007_reply_in_memory.sql'],
       memory: ['014_import_batches.sql', '015_postgres_terms.sql'],
       model_gateway: [],
       scheduler: [],

@@ -19,6 +19,7 @@ export * from './memory-facts';
 export * from './memory-files';
 export * from './memory-forget';
 export * from './memory-messages-append';
+export * from './memory-messages-get';
 export * from './memory-messages-import';
 export * from './memory-messages-list';
 export * from './memory-recall';

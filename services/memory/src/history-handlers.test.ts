@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { catchBusError } from '@jarvis/bus/testing';
-import { memoryAppend, memoryConversationsList, memoryMessagesList } from '@jarvis/contracts';
+import {
+  memoryAppend,
+  memoryConversationsList,
+  memoryMessagesGet,
+  memoryMessagesList,
+} from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MemoryHarness, startMemoryHarness } from './test-harness';
@@ -29,6 +34,30 @@ async function say(userId: string, content: string, conversationId?: string) {
   });
   return message;
 }
+
+describe('memory.messages.get', () => {
+  it("answers the user's message, and not_found for a forgotten or another user's one", async () => {
+    const userId = randomUUID();
+    const reply = await say(userId, '> The reply.');
+    const forgotten = await say(userId, '> Forget me.', reply.conversationId);
+    await db.pool.query('UPDATE memory.messages SET forgotten_at = now() WHERE id = $1', [
+      forgotten.id,
+    ]);
+    const get = (asker: string, id: string) =>
+      catchBusError(clientBus.request(memoryMessagesGet, { userId: asker, id }));
+
+    expect(await clientBus.request(memoryMessagesGet, { userId, id: reply.id })).toEqual({
+      message: reply,
+    });
+    for (const error of [
+      await get(userId, forgotten.id),
+      await get(randomUUID(), reply.id),
+      await get(userId, randomUUID()),
+    ]) {
+      expect(error).toMatchObject({ code: 'not_found', message: 'message not found' });
+    }
+  });
+});
 
 describe('memory.messages.list', () => {
   it('pages through a conversation newest first, by sequence, without forgotten messages', async () => {

@@ -289,9 +289,9 @@ describe('orchestrator.runs.get', () => {
     await db.pool.query(
       `INSERT INTO orchestrator.runs
          (id, turn_id, user_id, conversation_id, user_message_id, status, attempts,
-          reply_message_id, reply_content, provider, model, input_tokens, output_tokens,
+          reply_message_id, provider, model, input_tokens, output_tokens,
           trace_id, created_at, started_at, finished_at, context, cost_usd)
-       VALUES ($1, $2, $3, $4, $5, 'completed', 2, $6, 'Hello!', 'anthropic', 'claude-test',
+       VALUES ($1, $2, $3, $4, $5, 'completed', 2, $6, 'anthropic', 'claude-test',
                300, 20, 'trace-2', '2025-03-02T08:00:00Z', '2025-03-02T08:00:01Z',
                '2025-03-02T08:00:05Z', $7, 0.0042)`,
       [id, turnId, userId, conversationId, userMessageId, replyMessageId, context],

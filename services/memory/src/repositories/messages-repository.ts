@@ -272,6 +272,20 @@ export async function findMessageTexts(
   );
 }
 
+// One of the user's messages, unless it was forgotten.
+export async function findMessage(
+  db: Queryable,
+  userId: string,
+  id: string,
+): Promise<StoredMessage | undefined> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM memory.messages
+     WHERE id = $1 AND user_id = $2 AND forgotten_at IS NULL`,
+    [id, userId],
+  );
+  return rows[0] ? toMessage(rows[0]) : undefined;
+}
+
 // Which of the given messages were stored after the given one (by seq, the order memory stored
 // them: two appends at once can carry their times the other way round).
 export async function findMessagesStoredAfter(

@@ -2,6 +2,8 @@ import { BusError } from '@jarvis/bus';
 import type {
   MemoryConversationsListRequest,
   MemoryConversationsListResponse,
+  MemoryMessagesGetRequest,
+  MemoryMessagesGetResponse,
   MemoryMessagesListRequest,
   MemoryMessagesListResponse,
 } from '@jarvis/contracts';
@@ -12,12 +14,21 @@ import {
   findDefaultConversation,
   listConversations,
 } from '../repositories/conversations-repository';
-import { listConversationMessages } from '../repositories/messages-repository';
+import { findMessage, listConversationMessages } from '../repositories/messages-repository';
 
 const TITLE_MAX_CHARS = 80;
 
 type MessagesRequest = z.output<typeof MemoryMessagesListRequest>;
 type ConversationsRequest = z.output<typeof MemoryConversationsListRequest>;
+
+export async function getMessage(
+  pool: Pool,
+  request: z.output<typeof MemoryMessagesGetRequest>,
+): Promise<MemoryMessagesGetResponse> {
+  const message = await findMessage(pool, request.userId, request.id);
+  if (!message) throw new BusError('not_found', 'message not found');
+  return { message };
+}
 
 // A page of a conversation, newest first. One row more than asked tells whether older ones
 // follow, without counting them.

@@ -215,8 +215,9 @@ async function workOnTask(
   );
   await setTaskRun(deps.pool, task.id, run.id);
   if (run.status === 'completed' || run.status === 'failed') {
-    // The run ended but the crash came before the task heard of it.
-    await setTaskStatus(deps.pool, task.id, run.status, { result: run.replyContent ?? undefined });
+    // The run ended but the crash came before the task heard of it: only a run an earlier
+    // release ended apart from its task (now both end in one transaction), whose result is lost.
+    await setTaskStatus(deps.pool, task.id, run.status);
     await announceMission(deps, mission, {
       change: 'task_finished',
       task: { ...task, status: run.status },
@@ -260,13 +261,6 @@ async function workOnTask(
       { prompt: taskPrompt(mission, task, tasks, memories, tools.length > 0) },
     );
     await recorder.flush();
-    await markRunCompleted(deps.pool, run.id, {
-      replyMessageId: null,
-      replyContent: result.content,
-      provider: result.provider,
-      model: result.model,
-      usage: result.usage,
-    });
     await recordRunTotals(deps.pool, run.id, {
       context: {
         memoriesCharacters: memories.length,
@@ -276,24 +270,40 @@ async function workOnTask(
     });
     // A task the mission's budget or cancellation stopped has not done its job, whatever it
     // got as far as; other guardrails still leave an answer worth reporting.
-    if (result.guardrail === 'budget') {
-      status = 'failed';
-      await setTaskStatus(deps.pool, task.id, 'failed', {
-        result: result.content,
-        error: { code: 'budget_exceeded', message: result.content.split('\n').at(-1) ?? 'stopped' },
+    const isStopped = result.guardrail === 'budget';
+    const ended = isStopped ? 'failed' : 'completed';
+    status = ended;
+    // The task's result is where the run's answer is kept: both end together, or a crash
+    // between them would lose it.
+    await withTransaction(deps.pool, async (db) => {
+      await markRunCompleted(db, run.id, {
+        replyMessageId: null,
+        provider: result.provider,
+        model: result.model,
+        usage: result.usage,
       });
-    } else {
-      status = 'completed';
-      await setTaskStatus(deps.pool, task.id, 'completed', { result: result.content });
-    }
+      await setTaskStatus(db, task.id, ended, {
+        result: result.content,
+        ...(isStopped
+          ? {
+              error: {
+                code: 'budget_exceeded',
+                message: result.content.split('\n').at(-1) ?? 'stopped',
+              },
+            }
+          : {}),
+      });
+    });
   } catch (error) {
     // The steps that led here are stored whatever happens next (see run-turn.ts).
     await recorder.flush().catch(() => {});
     if (!(error instanceof ModelFailure) && deliveryCount < deps.maxDeliver) throw error;
     const info = describeFailure(error);
-    await markRunFailed(deps.pool, run.id, info);
     status = 'failed';
-    await setTaskStatus(deps.pool, task.id, status, { error: info });
+    await withTransaction(deps.pool, async (db) => {
+      await markRunFailed(db, run.id, info);
+      await setTaskStatus(db, task.id, 'failed', { error: info });
+    });
   }
   await announceMission(deps, mission, { change: 'task_finished', task: { ...task, status } });
   await advanceMission(deps, task.userId, mission.id);

@@ -66,7 +66,7 @@ type StepRow = {
   duration_ms: number;
 };
 
-// Never reply_content: a listing stays small, and the reply is a message memory already holds.
+// The reply is a message memory holds: a run names it (reply_message_id) and never copies it.
 // Steps are counted over every attempt, as the detail lists them.
 const SUMMARY_COLUMNS = `id, kind, turn_id, conversation_id, mission_id, status, attempts, provider, model,
   input_tokens, output_tokens, cost_usd, error_code, error_message, trace_id, created_at,

@@ -13,8 +13,8 @@ export type Run = {
   userMessageId: string;
   status: RunStatus;
   attempts: number;
+  // The reply is a message memory keeps (memory.messages.get reads it back).
   replyMessageId: string | null;
-  replyContent: string | null;
   usage: Usage;
   error: ErrorInfo | null;
   timeZone: string;
@@ -29,7 +29,6 @@ type RunRow = {
   status: RunStatus;
   attempts: number;
   reply_message_id: string | null;
-  reply_content: string | null;
   input_tokens: number;
   output_tokens: number;
   error_code: ErrorInfo['code'] | null;
@@ -47,7 +46,6 @@ function toRun(row: RunRow): Run {
     status: row.status,
     attempts: row.attempts,
     replyMessageId: row.reply_message_id,
-    replyContent: row.reply_content,
     usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
     error:
       row.error_code && row.error_message
@@ -160,26 +158,24 @@ export async function markRunStarted(db: Pool, runId: string): Promise<number> {
 export type RunCompletion = {
   // null for a mission task's run: its reply is the task's result, not a message.
   replyMessageId: string | null;
-  replyContent: string;
   provider: string;
   model: string;
   usage: Usage;
 };
 
 export async function markRunCompleted(
-  db: Pool,
+  db: Queryable,
   runId: string,
   completion: RunCompletion,
 ): Promise<void> {
   await db.query(
     `UPDATE orchestrator.runs
-     SET status = 'completed', reply_message_id = $2, reply_content = $3, provider = $4,
-         model = $5, input_tokens = $6, output_tokens = $7, finished_at = now()
+     SET status = 'completed', reply_message_id = $2, provider = $3, model = $4,
+         input_tokens = $5, output_tokens = $6, finished_at = now()
      WHERE id = $1`,
     [
       runId,
       completion.replyMessageId,
-      completion.replyContent,
       completion.provider,
       completion.model,
       completion.usage.inputTokens,
@@ -188,7 +184,7 @@ export async function markRunCompleted(
   );
 }
 
-export async function markRunFailed(db: Pool, runId: string, error: ErrorInfo): Promise<void> {
+export async function markRunFailed(db: Queryable, runId: string, error: ErrorInfo): Promise<void> {
   await db.query(
     `UPDATE orchestrator.runs
      SET status = 'failed', error_code = $2, error_message = $3, finished_at = now()
@@ -205,13 +201,12 @@ export async function markRunWaiting(
 ): Promise<void> {
   await db.query(
     `UPDATE orchestrator.runs
-     SET status = 'waiting_approval', reply_message_id = $2, reply_content = $3, provider = $4,
-         model = $5, input_tokens = $6, output_tokens = $7
+     SET status = 'waiting_approval', reply_message_id = $2, provider = $3, model = $4,
+         input_tokens = $5, output_tokens = $6
      WHERE id = $1`,
     [
       runId,
       completion.replyMessageId,
-      completion.replyContent,
       completion.provider,
       completion.model,
       completion.usage.inputTokens,
@@ -232,7 +227,7 @@ export async function findRunById(
   return rows[0] ? toRun(rows[0]) : undefined;
 }
 
-export type TaskRun = { id: string; status: RunStatus; replyContent: string | null };
+export type TaskRun = { id: string; status: RunStatus };
 
 // The run of a mission's task: one per task (the task's id is its turn_id), so a redelivered
 // task finds the run its crashed attempt started and counts another attempt on it.
@@ -248,12 +243,12 @@ export async function ensureTaskRun(
      ON CONFLICT (turn_id) DO NOTHING`,
     [randomUUID(), task.id, task.userId, task.conversationId, traceId ?? null, task.missionId],
   );
-  const { rows } = await db.query<{ id: string; status: RunStatus; reply_content: string | null }>(
-    `SELECT id, status, reply_content FROM orchestrator.runs
+  const { rows } = await db.query<{ id: string; status: RunStatus }>(
+    `SELECT id, status FROM orchestrator.runs
      WHERE turn_id = $1 AND user_id = $2 AND kind = 'mission_task'`,
     [task.id, task.userId],
   );
   const row = rows[0];
   if (!row) throw new Error(`task ${task.id} has no run`);
-  return { id: row.id, status: row.status, replyContent: row.reply_content };
+  return { id: row.id, status: row.status };
 }

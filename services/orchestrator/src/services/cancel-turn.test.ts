@@ -81,7 +81,6 @@ describe('cancelTurn', () => {
     const run = await newRun();
     await markRunCompleted(db.pool, run.id, {
       replyMessageId: randomUUID(),
-      replyContent: 'done',
       provider: 'p',
       model: 'm',
       usage: { inputTokens: 1, outputTokens: 1 },

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '@jarvis/bus';
+import { type Bus, BusError } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import { type TurnEvent, TurnEvent as TurnEventSchema, turnEventSubject } from '@jarvis/contracts';
+import {
+  memoryMessagesGet,
+  type StoredMessage,
+  type TurnEvent,
+  TurnEvent as TurnEventSchema,
+  turnEventSubject,
+} from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
 import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import type { Redis } from 'ioredis';
@@ -21,15 +27,18 @@ import { watchTurnCancellations } from './cancel-turn';
 import { watchChatRoute } from './chat-route';
 import { runTurn, type TurnDeps } from './run-turn';
 
-// No memory or model gateway answers in this namespace: these tests cover the paths a turn takes
-// before it needs them, and what it does when memory cannot be reached. The full turn is
-// covered end to end in /e2e.
+// No model gateway answers in this namespace, and memory only through a stand-in that reads back
+// stored replies: these tests cover the paths a turn takes before it needs them. The full turn
+// is covered end to end in /e2e.
 const MAX_DELIVER = 3;
 
 let db: TestDatabase;
 let bus: Bus;
 let listener: Bus;
+let memory: Bus;
 let redis: Redis;
+// The replies the stand-in for memory keeps, by id.
+const replies = new Map<string, StoredMessage>();
 let deps: TurnDeps;
 
 beforeAll(async () => {
@@ -37,6 +46,13 @@ beforeAll(async () => {
   const namespace = uniqueNamespace('orchestrator');
   bus = await connectTestBus(namespace);
   listener = await connectTestBus(namespace);
+  memory = await connectTestBus(namespace);
+  memory.serve(memoryMessagesGet, async ({ id }) => {
+    const message = replies.get(id);
+    if (!message) throw new BusError('not_found', 'message not found');
+    return { message };
+  });
+  await memory.nc.flush();
   redis = connectTestRedis();
   deps = {
     bus,
@@ -65,6 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await listener?.close();
+  await memory?.close();
   await bus?.close();
   await redis?.quit();
   await db?.stop();
@@ -103,10 +120,22 @@ async function queueRun(): Promise<Turn> {
   };
 }
 
+// A reply memory keeps, as a turn's completion names it.
+function keepReply(content: string): string {
+  const id = randomUUID();
+  replies.set(id, {
+    id,
+    conversationId: randomUUID(),
+    role: 'assistant',
+    content,
+    createdAt: new Date().toISOString(),
+  });
+  return id;
+}
+
 function completion(replyContent: string): RunCompletion {
   return {
-    replyMessageId: randomUUID(),
-    replyContent,
+    replyMessageId: keepReply(replyContent),
     provider: 'openai',
     model: 'fake-gpt',
     usage: { inputTokens: 12, outputTokens: 2 },
@@ -153,12 +182,12 @@ describe('runTurn', () => {
     expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.status).toBe('queued');
   });
 
-  it('announces the stored reply again when a completed turn is redelivered', async () => {
+  it('announces the reply memory stored again when a completed turn is redelivered', async () => {
     const turn = await queueRun();
-    const replyId = randomUUID();
+    const replyId = keepReply('Purple.');
     await db.pool.query(
       `UPDATE orchestrator.runs SET status = 'completed', reply_message_id = $2,
-         reply_content = 'Purple.', input_tokens = 40, output_tokens = 3, attempts = 1
+         input_tokens = 40, output_tokens = 3, attempts = 1
        WHERE id = $1`,
       [turn.runId, replyId],
     );
@@ -179,6 +208,26 @@ describe('runTurn', () => {
     });
     // Nothing ran again.
     expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.attempts).toBe(1);
+  });
+
+  it('announces a reply forgotten since as not found', async () => {
+    const turn = await queueRun();
+    await db.pool.query(
+      `UPDATE orchestrator.runs SET status = 'completed', reply_message_id = $2, attempts = 1
+       WHERE id = $1`,
+      [turn.runId, randomUUID()],
+    );
+    const listening = await listenToTurn(turn.turnId);
+
+    const outcome = await runTurn(deps, turn, 2);
+
+    expect(outcome).toEqual({ type: 'ack' });
+    const event = await waitFor(() => listening.events[0], { what: 'the failed event' });
+    listening.stop();
+    expect(event).toMatchObject({
+      type: 'failed',
+      error: { code: 'not_found', message: 'the reply was forgotten' },
+    });
   });
 
   it("announces a finished turn again while its conversation is locked, and keeps the holder's lock", async () => {
@@ -381,7 +430,6 @@ describe('runs repository', () => {
     expect(await findRunByTurn(db.pool, run.userId, run.turnId)).toMatchObject({
       status: 'completed',
       attempts: 1,
-      replyContent: 'Hello!',
       usage: { inputTokens: 12, outputTokens: 2 },
     });
   });

@@ -47,7 +47,7 @@ import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import type { ChatRoute } from './chat-route';
 import { describeContext, fitContext, planContextBudget } from './context-budget';
-import { announce, approvalRequest, toEvent } from './turn-outcome';
+import { announce, approvalRequest, describeOutcome } from './turn-outcome';
 import { publishUserEvent } from './user-events';
 
 export type TurnDeps = {
@@ -111,7 +111,7 @@ export async function runTurn(
     run.status === 'completed' || run.status === 'failed' || run.status === 'waiting_approval';
   if (turn.approvalId ? !canResume : isDone) {
     await letGo();
-    announce(deps.bus, toEvent(run, latest));
+    announce(deps.bus, await describeOutcome(deps.bus, run, latest));
     return { type: 'ack' };
   }
   if (!lock) return { type: 'retry', delayMs: LOCKED_RETRY_MS };
@@ -357,7 +357,6 @@ async function finish(
   const { message } = await append;
   const completion = {
     replyMessageId: message.id,
-    replyContent: message.content,
     provider: result.provider,
     model: result.model,
     usage: result.usage,

@@ -1,5 +1,11 @@
-import type { Bus } from '@jarvis/bus';
-import { type TurnEvent, TurnEvent as TurnEventSchema, turnEventSubject } from '@jarvis/contracts';
+import { type Bus, BusError } from '@jarvis/bus';
+import {
+  type ErrorInfo,
+  memoryMessagesGet,
+  type TurnEvent,
+  TurnEvent as TurnEventSchema,
+  turnEventSubject,
+} from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { findLatestApproval, type StoredApproval } from '../repositories/approvals-repository';
 import type { Run } from '../repositories/runs-repository';
@@ -17,27 +23,42 @@ export function announce(bus: Bus, event: TurnEvent): void {
   bus.publish(turnEventSubject(event.turnId), TurnEventSchema, event);
 }
 
-// A run's outcome as its turn announced it: the reply (with the approval it waits for, if any)
-// or the failure.
-export function toEvent(run: Run, latest: StoredApproval | undefined): TurnEvent {
-  if (run.status !== 'failed' && run.replyMessageId && run.replyContent !== null) {
+// A run's outcome as its turn announced it: the reply, read back from memory (the one place it
+// is stored), with the approval it waits for, if any; or the failure. A reply forgotten since is
+// told as not found, as memory tells it.
+export async function describeOutcome(
+  bus: Bus,
+  run: Run,
+  latest: StoredApproval | undefined,
+): Promise<TurnEvent> {
+  const failed = (error: ErrorInfo): TurnEvent => ({
+    type: 'failed',
+    turnId: run.turnId,
+    runId: run.id,
+    conversationId: run.conversationId,
+    error,
+  });
+  if (run.status === 'failed' || !run.replyMessageId) {
+    return failed(run.error ?? { code: 'internal', message: 'the turn failed' });
+  }
+  try {
+    const { message } = await bus.request(memoryMessagesGet, {
+      userId: run.userId,
+      id: run.replyMessageId,
+    });
     return {
       type: 'done',
       turnId: run.turnId,
       runId: run.id,
       conversationId: run.conversationId,
-      reply: { id: run.replyMessageId, role: 'assistant', content: run.replyContent },
+      reply: { id: message.id, role: 'assistant', content: message.content },
       usage: run.usage,
       ...(run.status === 'waiting_approval' && latest ? { approval: approvalRequest(latest) } : {}),
     };
+  } catch (error) {
+    if (!(error instanceof BusError) || error.code !== 'not_found') throw error;
+    return failed({ code: 'not_found', message: 'the reply was forgotten' });
   }
-  return {
-    type: 'failed',
-    turnId: run.turnId,
-    runId: run.id,
-    conversationId: run.conversationId,
-    error: run.error ?? { code: 'internal', message: 'the turn failed' },
-  };
 }
 
 export function isRunFinished(run: Run): boolean {
@@ -48,5 +69,5 @@ export function isRunFinished(run: Run): boolean {
 export async function announceAgain(bus: Bus, pool: Pool, run: Run): Promise<void> {
   const latest =
     run.status === 'waiting_approval' ? await findLatestApproval(pool, run.id) : undefined;
-  announce(bus, toEvent(run, latest));
+  announce(bus, await describeOutcome(bus, run, latest));
 }

@@ -4,21 +4,27 @@ import { resolve } from 'node:path';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { memoryImport, memorySearch } from '@jarvis/contracts';
-import { createPool, migrate, type Pool } from '@jarvis/db';
-import { createLogger } from '@jarvis/telemetry';
-import { startTestDatabase, uniqueNamespace } from '@jarvis/testkit';
-import { registerHandlers } from '../handlers';
-import { startMessageIndexer } from '../services/index-messages';
-import { configureVectorSearch } from '../vector-search-settings';
+import { createPool, type Pool } from '@jarvis/db';
+import {
+  NATS_URL,
+  startProcess,
+  startTestDatabase,
+  uniqueNamespace,
+  waitUntilReady,
+} from '@jarvis/testkit';
+import { LOCOMO_DEV, RESULTS_DIR, ROOT_DIR } from '../paths';
 import { createBm25 } from './bm25';
 import { type LocomoConversation, loadLocomo } from './locomo';
 
 // `make bench` (memory): LoCoMo retrieval against plain BM25, import throughput, and search
-// latency at 10k and 100k items for one user, through the service's real NATS handlers.
-// BENCH_SIZES overrides the sizes ("10000,100000"); DATABASE_URL runs against a real Postgres.
+// latency at 10k and 100k items for one user. The memory service runs as its own process, from
+// its main.ts, and the bench speaks only its bus contracts (memory.import, memory.search): what
+// is ranked is what a turn's recall gets. Without model-gateway there is no embed route, so
+// search is the built-in sparse embedder with full text, as the figures have always been.
+// BENCH_SIZES overrides the sizes ("10000,100000"); DATABASE_URL runs against a real Postgres
+// (an empty database: the service migrates its schema).
 
-const LOCOMO = resolve(import.meta.dirname, '../../../../../shared/data/locomo-dev.json');
-const RESULTS = resolve(import.meta.dirname, '../../../../bench-results/memory.json');
+const RESULTS = resolve(RESULTS_DIR, 'memory.json');
 const KS = [5, 10, 20] as const;
 const IMPORT_BATCH = 1_000;
 const QUERIES = 200;
@@ -134,27 +140,33 @@ async function benchScale(bus: Bus, db: Pool, conversations: LocomoConversation[
   };
 }
 
-const conversations = loadLocomo(LOCOMO);
+const conversations = loadLocomo(LOCOMO_DEV);
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000')
   .split(',')
   .map(Number)
   .filter((n) => n > 0);
 const external = process.env.DATABASE_URL;
 const database = external ? undefined : await startTestDatabase();
-const pool: Pool = createPool({
-  url: external ?? database?.url ?? '',
-  applicationName: 'memory-bench',
-  max: 8,
-});
-const logger = createLogger('memory-bench', 'warn');
-configureVectorSearch(pool, logger);
-await migrate(pool, { schema: 'memory', directory: new URL('../../migrations', import.meta.url) });
+const databaseUrl = external ?? database?.url ?? '';
 const namespace = uniqueNamespace('bench');
-const server = await connectTestBus(namespace);
+const service = startProcess({
+  name: 'memory',
+  command: process.execPath,
+  args: ['--import', 'tsx', 'services/memory/src/main.ts'],
+  cwd: ROOT_DIR,
+  env: {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NATS_URL,
+    NATS_NAMESPACE: namespace,
+    DATABASE_URL: databaseUrl,
+    HTTP_PORT: '0',
+  },
+});
+await waitUntilReady(service);
+// The bench's own connection, for the planner statistics only.
+const pool: Pool = createPool({ url: databaseUrl, applicationName: 'memory-bench', max: 1 });
 const client = await connectTestBus(namespace);
-const indexer = startMessageIndexer(pool, logger);
-registerHandlers(server, pool, indexer);
-await server.nc.flush();
 
 try {
   const retrieval = await benchRetrieval(client, conversations);
@@ -183,13 +195,12 @@ try {
     retrieval,
     scale,
   };
-  await mkdir(resolve(RESULTS, '..'), { recursive: true });
+  await mkdir(RESULTS_DIR, { recursive: true });
   await writeFile(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`written to ${RESULTS}\n`);
 } finally {
   await client.close();
-  await server.close();
-  await indexer.stop();
   await pool.end();
+  await service.stop();
   await database?.stop();
 }

@@ -60,6 +60,8 @@ export async function startStackFixture(
       NATS_NAMESPACE: uniqueNamespace('e2e'),
       OPENAI_BASE_URL: fake.openaiBaseUrl,
       OPENAI_API_KEY: 'test-key',
+      // Claude's models are routed only with a key, which a test sets when it wants them.
+      ANTHROPIC_BASE_URL: fake.url,
       MODEL_ROUTE_CHAT: 'openai/fake-chat',
       MODEL_ROUTE_UTILITY: 'openai/fake-chat',
       // The default embed route (Ollama), which nothing serves here: dense search stays off and

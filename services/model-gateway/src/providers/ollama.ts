@@ -21,11 +21,13 @@ import { fromHttpResponse } from './provider-error';
 // which Ollama runs a small default and drops the start of a long prompt, and a JSON schema as
 // `format`.
 export function createOllamaProvider(options: { baseUrl: string; numCtx: number }): Provider {
+  const { host, headers } = splitCredentials(options.baseUrl);
   // A client per call: the library takes no signal per request, only a fetch per client, and
   // the signal is what cancels a call or ends it at its timeout.
   const clientFor = (signal: AbortSignal) =>
     new Ollama({
-      host: options.baseUrl,
+      host,
+      headers,
       fetch: (input, init) =>
         fetchOrFail(input, {
           ...init,
@@ -50,6 +52,20 @@ export function createOllamaProvider(options: { baseUrl: string; numCtx: number 
         const body = await clientFor(signal).embed({ model: call.model, input: call.texts });
         return { vectors: body.embeddings, inputTokens: body.prompt_eval_count ?? 0 };
       }),
+  };
+}
+
+// A base URL's user and password (a proxy in front of Ollama) go as Basic auth: fetch refuses a
+// URL that carries them, and names the URL, password included, in the error it throws.
+function splitCredentials(baseUrl: string): { host: string; headers: Record<string, string> } {
+  const url = new URL(baseUrl);
+  if (!url.username && !url.password) return { host: baseUrl, headers: {} };
+  const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  url.username = '';
+  url.password = '';
+  return {
+    host: url.href,
+    headers: { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` },
   };
 }
 

@@ -166,9 +166,11 @@ describe("both providers against a server of the test's own", () => {
   let baseUrl: string;
   let handle: (res: ServerResponse) => void;
   let connectionsOpened = 0;
+  let lastAuthorization: string | undefined;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
+      lastAuthorization = req.headers.authorization;
       req.resume();
       req.on('end', () => handle(res));
     });
@@ -293,6 +295,31 @@ describe("both providers against a server of the test's own", () => {
       const failure = await failureOf(provider(), call);
 
       expect(failure.kind).toBe('cancelled');
+    });
+  });
+
+  describe('ollama behind a proxy that asks for a password in its URL', () => {
+    const withPassword = (url: string) => url.replace('http://', 'http://jarvis:s3cret%21@');
+
+    it('sends the user and password as Basic auth', async () => {
+      handle = (res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(ANSWERS.ollama.whole));
+
+      const result = await ollama(withPassword(baseUrl)).chat?.(chatCall());
+
+      expect(result).toMatchObject({ content: 'Hello' });
+      expect(lastAuthorization).toBe(`Basic ${Buffer.from('jarvis:s3cret!').toString('base64')}`);
+    });
+
+    it('never names the password in a failure', async () => {
+      const port = await freePort();
+
+      const failure = await failureOf(ollama(withPassword(`http://127.0.0.1:${port}`)), chatCall());
+
+      expect(failure.kind).toBe('network');
+      expect(failure.message).not.toContain('s3cret');
     });
   });
 });

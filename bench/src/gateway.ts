@@ -3,13 +3,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { type StackFixture, startStackFixture } from '@jarvis/e2e/stack-fixture';
 import {
   type ManagedProcess,
   NATS_URL,
   REDIS_URL,
   SERVICE_NAMES,
+  type StackFixture,
   startProcess,
+  startStackFixture,
   uniqueNamespace,
   waitUntilReady,
 } from '@jarvis/testkit';

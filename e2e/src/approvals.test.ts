@@ -1,9 +1,13 @@
 import { ChatResponse } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import {
+  isTurnRequest,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // Deleting a memory file is a risky tool (APPROVAL_TOOLS): the run pauses until its user
 // decides, across restarts, or until the approval expires.

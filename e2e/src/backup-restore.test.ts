@@ -3,11 +3,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ChatResponse } from '@jarvis/contracts';
-import { makeTempDir, SERVICE_NAMES, waitFor } from '@jarvis/testkit';
+import {
+  isTurnRequest,
+  makeTempDir,
+  SERVICE_NAMES,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SCHEMAS = ['gateway', 'orchestrator', 'memory', 'model_gateway', 'scheduler'];

@@ -1,6 +1,6 @@
 import { ErrorBody } from '@jarvis/contracts';
+import { type StackFixture, startStackFixture } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 async function errorOf(response: Response) {
   return ErrorBody.parse(await response.json()).error;

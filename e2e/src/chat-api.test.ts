@@ -10,14 +10,16 @@ import {
 import {
   connectSse,
   type FakeReply,
+  isTurnRequest,
   type SseConnection,
   type SseEvent,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
   waitFor,
 } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // The chat API through the whole stack: a turn streamed as server-sent events, cancelled mid-way,
 // read back as history, and the user's live event stream of missions and approvals.

@@ -1,8 +1,13 @@
 import { ChatResponse } from '@jarvis/contracts';
-import { type RedisServer, startRedisServer, waitFor } from '@jarvis/testkit';
+import {
+  type RedisServer,
+  type StackFixture,
+  startRedisServer,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('chat through an orchestrator crash mid-submit and a Redis outage', () => {
   let redis: RedisServer;

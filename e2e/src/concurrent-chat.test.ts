@@ -1,7 +1,6 @@
 import { ChatResponse, MemoryMessagesListResponse } from '@jarvis/contracts';
+import { isTurnRequest, type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('messages sent at once to one conversation', () => {
   let fixture: StackFixture;

@@ -1,8 +1,7 @@
 import { ChatResponse } from '@jarvis/contracts';
+import { isTurnRequest, type StackFixture, startStackFixture } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('an orchestrator crash in the middle of a turn', () => {
   let fixture: StackFixture;

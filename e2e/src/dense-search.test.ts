@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { MemorySearchResponse } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // Memory's dense vectors come from the embed model that model-gateway routes to: here the fake
 // server's OpenAI embeddings (16 dimensions, the same vector for the same text, unrelated

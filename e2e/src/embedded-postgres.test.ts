@@ -1,8 +1,7 @@
 import { ChatResponse, ErrorBody } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // `make dev`'s database is the embedded Postgres (PGlite) as a process of its own, while the rest
 // of the suite may run on PostgreSQL 17 (DATABASE_URL). So this file asks for it: every service

@@ -6,11 +6,15 @@ import {
   MemoryFactsListResponse,
   MemoryFactsRememberResponse,
 } from '@jarvis/contracts';
-import { type FakeLlmRequest, waitFor } from '@jarvis/testkit';
+import {
+  type FakeLlmRequest,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // A phrase of the memory service's extraction prompt: it tells extraction requests apart from
 // the chat turns themselves.

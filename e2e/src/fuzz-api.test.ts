@@ -14,11 +14,16 @@ import {
   MemoryMessagesListResponse,
   MissionResponse,
 } from '@jarvis/contracts';
-import { SERVICE_NAMES } from '@jarvis/testkit';
+import {
+  isTurnRequest,
+  SERVICE_NAMES,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+} from '@jarvis/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { isTurnRequest, sentMessages } from './fake-requests';
 import {
   describeRequest,
   type FuzzContext,
@@ -26,7 +31,6 @@ import {
   filledRequestFor,
   requestFor,
 } from './fuzz-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // Fixed, so a failure comes back the same; FUZZ_SEED tries another.
 const SEED = Number(process.env.FUZZ_SEED ?? 20_260_611);

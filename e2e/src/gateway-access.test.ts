@@ -4,9 +4,8 @@ import {
   ListApiKeysResponse,
   ListUsersResponse,
 } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 const APP_ORIGIN = 'https://app.example.com';
 const PER_MINUTE = 30;

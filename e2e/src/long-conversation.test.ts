@@ -1,9 +1,14 @@
 import { ChatResponse, MemorySearchResponse } from '@jarvis/contracts';
-import { type FakeLlmRequest, waitFor } from '@jarvis/testkit';
+import {
+  type FakeLlmRequest,
+  isTurnRequest,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 function isSummaryRequest(request: FakeLlmRequest): boolean {
   return sentMessages(request).some((message) =>

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorBody, ImportMessagesResponse, MemorySearchResponse } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('the memory API through the gateway', () => {
   let fixture: StackFixture;

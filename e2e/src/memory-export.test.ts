@@ -12,9 +12,13 @@ import {
   MemoryImportRecordsResponse,
   MemorySearchResponse,
 } from '@jarvis/contracts';
-import { type FakeLlmRequest, waitFor } from '@jarvis/testkit';
+import {
+  type FakeLlmRequest,
+  type StackFixture,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 type SentMessage = { role: string; content: string };
 

@@ -6,10 +6,9 @@ import {
   RunsGetResponse,
 } from '@jarvis/contracts';
 import type { FakeLlmRequest, FakeReply } from '@jarvis/testkit';
+import { type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // Missions through the whole stack: created by the user or by the model's tool, planned by the
 // model or given a plan, tasks run as sub-runs in parallel where they can, and one report posted

@@ -1,7 +1,6 @@
 import { ChatResponse, RunsGetResponse } from '@jarvis/contracts';
+import { isTurnRequest, type StackFixture, startStackFixture } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // The orchestrator keeps the chat route between turns; a cooldown that opens in model-gateway
 // reaches it as an event, so the very next turn is sized for the model that will answer, not

@@ -1,7 +1,6 @@
 import { ChatResponse } from '@jarvis/contracts';
+import { isTurnRequest, type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 describe('one persistent conversation across a full restart', () => {
   let fixture: StackFixture;

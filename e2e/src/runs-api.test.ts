@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { ChatResponse, RunsGetResponse, RunsListResponse, TurnEvent } from '@jarvis/contracts';
-import { connectSse } from '@jarvis/testkit';
+import {
+  connectSse,
+  isTurnRequest,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+} from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // At gpt-4.1-mini's price (0.4 USD per million input tokens), what a turn's one model call costs.
 const TURN_USAGE = { inputTokens: 625_000, outputTokens: 0 };

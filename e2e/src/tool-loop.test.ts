@@ -1,9 +1,8 @@
 import { ChatResponse, RunsGetResponse } from '@jarvis/contracts';
 import type { FakeLlmRequest, FakeReply } from '@jarvis/testkit';
+import { isTurnRequest, type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // The agent's tool loop through the whole stack: the fake model asks for memory tools, the
 // orchestrator runs them against the real memory service, and every step is on record.

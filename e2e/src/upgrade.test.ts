@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { MemorySearchResponse } from '@jarvis/contracts';
 import { migrate } from '@jarvis/db';
-import { startTestDatabase, type TestDatabase, waitFor } from '@jarvis/testkit';
+import { startStackFixture, startTestDatabase, type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStackFixture } from './stack-fixture';
 
 // The migrations of the previous release (commit 30531fa), listed rather than taken from git:
 // a database as that release left it, bookkeeping without checksums included.

@@ -1,9 +1,7 @@
 import { ErrorBody, ModelUsageResponse } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { isTurnRequest, type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 const DAILY_TOKENS = 5_000;
 // What the fake model says each turn's call used: two turns fit the budget, a third does not.

@@ -1,11 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ChatResponse, RunsGetResponse } from '@jarvis/contracts';
-import { type FakeLlmRequest, type FakeReply, waitFor } from '@jarvis/testkit';
+import {
+  type FakeLlmRequest,
+  type FakeReply,
+  isTurnRequest,
+  type StackFixture,
+  sentMessages,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 const ARTICLE = `<!doctype html><html><head><title>Lisbon trams</title>
   <script>document.title = 'changed'</script></head>

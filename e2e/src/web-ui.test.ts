@@ -1,10 +1,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { isTurnRequest, type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTurnRequest, sentMessages } from './fake-requests';
-import { type StackFixture, startStackFixture } from './stack-fixture';
 
 // The web UI in Debian's Chromium, against the whole stack: the gateway serves the build that
 // turbo makes before this test (turbo.json: @jarvis/e2e#test needs @jarvis/web-ui#build).

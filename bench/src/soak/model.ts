@@ -1,5 +1,5 @@
-import { isTurnRequest, type SentMessage, sentMessages } from '@jarvis/e2e/fake-requests';
 import type { FakeLlmRequest, FakeReply } from '@jarvis/testkit';
+import { isTurnRequest, type SentMessage, sentMessages } from '@jarvis/testkit';
 import type { PlantedFact } from './corpus';
 
 // The soak's language model: the fake LLM answering at once, but with answers shaped like a

@@ -1,4 +1,4 @@
-import type { SentMessage } from '@jarvis/e2e/fake-requests';
+import type { SentMessage } from '@jarvis/testkit';
 
 // Figures and the Markdown page of the soak bench.
 

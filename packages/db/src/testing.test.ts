@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { testEnv } from './test-env';
 import { defaultTestDatabaseEngine, startTestDatabase, type TestDatabase } from './testing';
+import { testingEnv } from './testing-env';
 
 const started: TestDatabase[] = [];
 
@@ -39,7 +39,7 @@ describe('startTestDatabase', () => {
     const { rows } = await database.pool.query<{ version: string; name: string }>(
       'SELECT version(), current_database() AS name',
     );
-    const serverUrl = testEnv.DATABASE_URL;
+    const serverUrl = testingEnv.DATABASE_URL;
     expect({ engine: database.engine, server: serverOf(database.url), ...rows[0] }).toEqual(
       serverUrl
         ? {

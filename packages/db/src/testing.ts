@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from './embedded';
 import { createPool, type Pool } from './pool';
-import { testEnv } from './test-env';
+import { testingEnv } from './testing-env';
 
 // Test fixtures that need only this package. They live here rather than in the testkit so this
 // package's own tests can use them without a dependency cycle; the testkit re-exports them.
@@ -36,7 +36,7 @@ export type TestDatabaseOptions = {
 };
 
 export function defaultTestDatabaseEngine(): TestDatabaseEngine {
-  return testEnv.DATABASE_URL ? 'server' : 'embedded';
+  return testingEnv.DATABASE_URL ? 'server' : 'embedded';
 }
 
 export async function startTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
@@ -72,7 +72,7 @@ async function startEmbedded(): Promise<OwnDatabase> {
 // A fresh database on the server, so test files running in parallel never see each other's
 // rows, with pgvector created as infra/postgres/init.sql creates it in production.
 async function createServerDatabase(): Promise<OwnDatabase> {
-  const serverUrl = testEnv.DATABASE_URL;
+  const serverUrl = testingEnv.DATABASE_URL;
   if (!serverUrl) throw new Error('a test database on a server needs DATABASE_URL');
   const name = `jarvis_test_${randomBytes(6).toString('hex')}`;
   await runOn(serverUrl, `CREATE DATABASE ${name}`);

@@ -37,6 +37,7 @@ import type {
 } from './fake-llm/types';
 
 export { computeFakeEmbedding, encodeFloat32Base64 } from './fake-llm/embeddings';
+export { isTurnRequest, type SentMessage, sentMessages } from './fake-llm/sent-messages';
 export type {
   ChatReplyFn,
   FakeLlm,

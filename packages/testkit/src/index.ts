@@ -4,3 +4,4 @@ export * from './process';
 export * from './redis-server';
 export * from './sse-client';
 export * from './stack';
+export * from './stack-fixture';

@@ -9,8 +9,8 @@ import {
 } from '@jarvis/contracts';
 import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDatabaseFixture } from './database-fixture';
 import { registerRunHandlers } from './runs-handlers';
-import { startOrchestratorDatabase } from './test-database';
 
 let db: TestDatabase;
 let serverBus: Bus;
@@ -18,7 +18,7 @@ let clientBus: Bus;
 let subscriptions: ReturnType<typeof registerRunHandlers>;
 
 beforeAll(async () => {
-  db = await startOrchestratorDatabase();
+  db = await startDatabaseFixture();
   const namespace = uniqueNamespace('orchestrator-runs');
   serverBus = await connectTestBus(namespace);
   clientBus = await connectTestBus(namespace);

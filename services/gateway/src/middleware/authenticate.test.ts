@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+import { type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1');
+  harness = await startRouterFixture('/v1');
 });
 
 afterAll(async () => {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+import { type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 
 const ALLOWED = 'https://app.example.com';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', {
+  harness = await startRouterFixture('/v1', {
     corsOrigins: [ALLOWED, 'http://localhost:5173'],
   });
 });
@@ -78,10 +78,10 @@ describe('CORS', () => {
 });
 
 describe('CORS with no origins listed (the default)', () => {
-  let sameOriginOnly: RouterHarness;
+  let sameOriginOnly: RouterFixture;
 
   beforeAll(async () => {
-    sameOriginOnly = await startRouterHarness('/v1');
+    sameOriginOnly = await startRouterFixture('/v1');
   });
 
   afterAll(async () => {

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { badRequest, type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+import { badRequest, type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 import { JSON_MAX_DEPTH } from '../services/json-depth';
 
 // Metadata nested this deep (about 27 KB) made JSON.stringify throw a RangeError: a 500.
 const ATTACK_DEPTH = 4_500;
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', { services: ['memory'] });
+  harness = await startRouterFixture('/v1', { services: ['memory'] });
 });
 
 afterAll(async () => {

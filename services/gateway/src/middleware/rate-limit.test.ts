@@ -2,7 +2,7 @@ import { createService } from '@jarvis/service-kit';
 import { createLogger, createMetrics } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+import { type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 import { createUser } from '../services/api-keys';
 import { createRateLimits } from './rate-limit';
 
@@ -10,10 +10,10 @@ const PER_MINUTE = 10;
 const CHAT_PER_MINUTE = 3;
 const UNAUTHENTICATED_PER_MINUTE = 5;
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', {
+  harness = await startRouterFixture('/v1', {
     rateLimit: {
       perMinute: PER_MINUTE,
       chatPerMinute: CHAT_PER_MINUTE,
@@ -165,10 +165,10 @@ describe('requests without a valid key', () => {
 });
 
 describe('behind a trusted proxy', () => {
-  let proxied: RouterHarness;
+  let proxied: RouterFixture;
 
   beforeAll(async () => {
-    proxied = await startRouterHarness('/v1', {
+    proxied = await startRouterFixture('/v1', {
       rateLimit: { perMinute: 0, chatPerMinute: 0, unauthenticatedPerMinute: 2 },
       trustProxy: ['loopback'],
     });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from '../routes/router-test-harness';
+import { type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1');
+  harness = await startRouterFixture('/v1');
 });
 
 afterAll(async () => {

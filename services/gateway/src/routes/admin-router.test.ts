@@ -9,18 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureAdminKey } from '../services/api-keys';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 let bob: TestUser;
 let adminKey: string;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1');
+  harness = await startRouterFixture('/v1');
   ({ alice, bob } = harness);
   const { generatedKey } = await ensureAdminKey(harness.db.pool, undefined);
   if (!generatedKey) throw new Error('expected a generated admin key');
@@ -31,7 +31,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 async function usersByName() {

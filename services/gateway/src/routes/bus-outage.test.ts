@@ -1,16 +1,16 @@
 import { type PrivateNats, startPrivateNats } from '@jarvis/bus/testing';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from './router-test-harness';
+import { type RouterFixture, startRouterFixture } from './router-fixture';
 
 // The gateway's routes on a NATS server of this file's own, taken down as an outage would be:
 // the machine's shared server stays up for everyone else.
 let nats: PrivateNats;
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
   nats = await startPrivateNats();
-  harness = await startRouterHarness('/v1', { natsUrl: nats.url });
+  harness = await startRouterFixture('/v1', { natsUrl: nats.url });
   await nats.stop();
   await waitFor(() => !harness.bus.isConnected(), { what: 'the gateway to see the outage' });
 });

@@ -5,14 +5,14 @@ import {
   memoryAppend,
 } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { badRequest, type RouterHarness, startRouterHarness } from './router-test-harness';
+import { badRequest, type RouterFixture, startRouterFixture } from './router-fixture';
 
 // History through the gateway: GET /v1/conversations and GET /v1/conversations/{id}/messages.
-let harness: RouterHarness;
+let harness: RouterFixture;
 let conversationId: string;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/conversations', { services: ['memory'] });
+  harness = await startRouterFixture('/v1/conversations', { services: ['memory'] });
   for (const content of ['one', 'two', 'three']) {
     const { message } = await harness.bus.request(memoryAppend, {
       userId: harness.alice.id,

@@ -4,17 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '../services/api-keys';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory/documents', { services: ['memory'] });
+  harness = await startRouterFixture('/v1/memory/documents', { services: ['memory'] });
   ({ alice, bob } = harness);
 });
 
@@ -22,7 +22,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 const NOT_FOUND = {

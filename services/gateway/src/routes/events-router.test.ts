@@ -3,16 +3,16 @@ import { ensureEventStream, publishWork } from '@jarvis/bus';
 import { defineEvent, USER_EVENTS_STREAM, UserEvent, userEventSubject } from '@jarvis/contracts';
 import { connectSse, type SseConnection, waitFor } from '@jarvis/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { badRequest, type RouterHarness, startRouterHarness } from './router-test-harness';
+import { badRequest, type RouterFixture, startRouterFixture } from './router-fixture';
 
 // GET /v1/events over the machine's NATS: the user's events as a producer publishes them, in
 // order, only theirs, resumed after Last-Event-ID; at most EVENT_STREAMS_PER_USER at once.
 const EVENT_STREAMS_PER_USER = 3;
-let harness: RouterHarness;
+let harness: RouterFixture;
 const connections: SseConnection[] = [];
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/events', {
+  harness = await startRouterFixture('/v1/events', {
     eventStreamsPerUser: EVENT_STREAMS_PER_USER,
   });
   await ensureEventStream(harness.bus, USER_EVENTS_STREAM);

@@ -1,11 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RouterHarness, startRouterHarness } from './router-test-harness';
+import { type RouterFixture, startRouterFixture } from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory');
+  harness = await startRouterFixture('/v1/memory');
 });
 
 afterAll(async () => {

@@ -4,17 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   badRequest,
   type Reply,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/memory/facts', { services: ['memory'] });
+  harness = await startRouterFixture('/v1/memory/facts', { services: ['memory'] });
   ({ alice, bob } = harness);
 });
 
@@ -22,7 +22,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 // The reply's fact, checked against the contract.

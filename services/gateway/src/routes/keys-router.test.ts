@@ -5,17 +5,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, ensureAdminKey, MAX_ACTIVE_KEYS_PER_USER } from '../services/api-keys';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/keys');
+  harness = await startRouterFixture('/v1/keys');
   ({ alice, bob } = harness);
 });
 
@@ -23,7 +23,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 async function createKey(key: string, body: unknown = {}) {

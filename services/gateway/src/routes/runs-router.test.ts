@@ -2,18 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
 // The routes in front of a real orchestrator. Runs exist only as turns leave them, so listing,
 // paging and reading real runs is tested through the whole stack (e2e/src/runs-api.test.ts).
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/runs', { services: ['orchestrator'] });
+  harness = await startRouterFixture('/v1/runs', { services: ['orchestrator'] });
   ({ alice } = harness);
 });
 
@@ -21,7 +21,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 const NOT_FOUND = {

@@ -5,17 +5,17 @@ import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from './router-test-harness';
+} from './router-fixture';
 
-let harness: RouterHarness;
+let harness: RouterFixture;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1/usage', {
+  harness = await startRouterFixture('/v1/usage', {
     services: ['model-gateway'],
     serviceEnv: {
       USER_DAILY_TOKEN_LIMIT: '10000',
@@ -30,7 +30,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-const call: RouterHarness['call'] = (method, route, options) =>
+const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
 function usageEvent(userId: string, day: string, inputTokens: number): ModelUsageEvent {

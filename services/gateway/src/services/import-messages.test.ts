@@ -3,18 +3,18 @@ import { MemoryConversationsListResponse, MemoryMessagesListResponse } from '@ja
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   badRequest,
-  type RouterHarness,
-  startRouterHarness,
+  type RouterFixture,
+  startRouterFixture,
   type TestUser,
-} from '../routes/router-test-harness';
+} from '../routes/router-fixture';
 import { createUser } from './api-keys';
 
 // Imports through the gateway: a bad record answers 400 naming it and stores nothing, and an
 // Idempotency-Key holds to the one request it was first sent with.
-let harness: RouterHarness;
+let harness: RouterFixture;
 
 beforeAll(async () => {
-  harness = await startRouterHarness('/v1', { services: ['memory'] });
+  harness = await startRouterFixture('/v1', { services: ['memory'] });
 });
 
 afterAll(async () => {

@@ -5,16 +5,11 @@ import { modelUsage } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageLimits } from './usage-env';
+import { silentLogger, startUsageFixture, type UsageFixture, usageEvent } from './usage-fixture';
 import { registerUsageHandlers } from './usage-handlers';
 import { createUsageMeter, type UsageMeter } from './usage-meter';
 import { applyUsageEvents } from './usage-repository';
 import { getUsage } from './usage-service';
-import {
-  silentLogger,
-  startUsageFixture,
-  type UsageFixture,
-  usageEvent,
-} from './usage-test-fixture';
 import { addDays, nextUtcMidnight, utcDay } from './usage-units';
 
 const LIMITS: UsageLimits = { dailyTokens: 1_000, dailyCostUsd: 2, requestsPerMinute: 5 };

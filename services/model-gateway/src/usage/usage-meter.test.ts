@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis } from '../redis-client';
 import { readDayCounters } from './usage-counters';
 import type { UsageLimits } from './usage-env';
-import { createUsageMeter, type UsageMeter } from './usage-meter';
 import {
   createCapturingLogger,
   silentLogger,
   startUsageFixture,
   type UsageFixture,
   usageEvent,
-} from './usage-test-fixture';
+} from './usage-fixture';
+import { createUsageMeter, type UsageMeter } from './usage-meter';
 import { nextUtcMidnight, utcDay } from './usage-units';
 
 let fixture: UsageFixture;

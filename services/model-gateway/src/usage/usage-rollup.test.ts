@@ -4,15 +4,10 @@ import { MODEL_USAGE_STREAM, modelUsageRecorded } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger, startUsageFixture, type UsageFixture, usageEvent } from './usage-fixture';
 import { createUsageMeter, type UsageMeter } from './usage-meter';
 import { applyUsageEvents, pruneAppliedEvents } from './usage-repository';
 import { startUsageRollup } from './usage-rollup';
-import {
-  silentLogger,
-  startUsageFixture,
-  type UsageFixture,
-  usageEvent,
-} from './usage-test-fixture';
 
 let fixture: UsageFixture;
 let pool: Pool;

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDatabaseFixture } from '../database-fixture';
 import { insertRun } from '../repositories/runs-repository';
-import { startOrchestratorDatabase } from '../test-database';
 import { createStepRecorder } from './agent-loop';
 
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await startOrchestratorDatabase();
+  db = await startDatabaseFixture();
 });
 
 afterAll(async () => {

@@ -4,8 +4,8 @@ import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDatabaseFixture } from '../database-fixture';
 import { insertRun, markRunCompleted, markRunStarted } from '../repositories/runs-repository';
-import { startOrchestratorDatabase } from '../test-database';
 import { cancelTurn, type TurnCancellations, watchTurnCancellations } from './cancel-turn';
 
 // Two buses in one namespace stand for two orchestrator replicas: one takes the cancel request,
@@ -17,7 +17,7 @@ let redis: Redis;
 let cancellations: TurnCancellations;
 
 beforeAll(async () => {
-  db = await startOrchestratorDatabase();
+  db = await startDatabaseFixture();
   const namespace = uniqueNamespace('orchestrator-cancel');
   front = await connectTestBus(namespace);
   worker = await connectTestBus(namespace);

@@ -13,6 +13,7 @@ import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tryLockConversation } from '../conversation-lock';
+import { startDatabaseFixture } from '../database-fixture';
 import {
   findRunByTurn,
   insertRun,
@@ -22,7 +23,6 @@ import {
   type RunCompletion,
 } from '../repositories/runs-repository';
 import { recordSubmission } from '../repositories/submissions-repository';
-import { startOrchestratorDatabase } from '../test-database';
 import { watchTurnCancellations } from './cancel-turn';
 import { watchChatRoute } from './chat-route';
 import { runTurn, type TurnDeps } from './run-turn';
@@ -42,7 +42,7 @@ const replies = new Map<string, StoredMessage>();
 let deps: TurnDeps;
 
 beforeAll(async () => {
-  db = await startOrchestratorDatabase();
+  db = await startDatabaseFixture();
   const namespace = uniqueNamespace('orchestrator');
   bus = await connectTestBus(namespace);
   listener = await connectTestBus(namespace);

@@ -12,8 +12,8 @@ import {
 } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDatabaseFixture } from '../database-fixture';
 import { findRunByTurn } from '../repositories/runs-repository';
-import { startOrchestratorDatabase } from '../test-database';
 import { startSubmissionSweeper } from './submission-sweeper';
 import { type SubmitDeps, submitTurn } from './submit-turn';
 
@@ -27,7 +27,7 @@ let deps: SubmitDeps;
 const stored = new Map<string, { message: StoredMessage; seq: number }>();
 
 beforeAll(async () => {
-  db = await startOrchestratorDatabase();
+  db = await startDatabaseFixture();
   const namespace = uniqueNamespace('orchestrator');
   bus = await connectTestBus(namespace);
   memory = await connectTestBus(namespace);

@@ -20,7 +20,7 @@ import { createApiRouter } from './api-router';
 export type TestUser = { id: string; key: string };
 export type Reply = { status: number; body: unknown };
 
-export type RouterHarness = {
+export type RouterFixture = {
   db: TestDatabase;
   // The gateway's bus, e.g. to read the server's payload limit.
   bus: Bus;
@@ -59,10 +59,10 @@ type Stopper = () => unknown;
 // The gateway's real /v1 router in front of the real services it asks (the ones a test names),
 // on a test database and the machine's NATS and Redis: what a route test needs, set up once per
 // file.
-export async function startRouterHarness(
+export async function startRouterFixture(
   basePath: string,
   options: HarnessOptions = {},
-): Promise<RouterHarness> {
+): Promise<RouterFixture> {
   // What was started is stopped in reverse, also when a later step fails: the service processes
   // would otherwise outlive the test run.
   const stoppers: Stopper[] = [];
@@ -81,7 +81,7 @@ async function startHarness(
   basePath: string,
   options: HarnessOptions,
   stoppers: Stopper[],
-): Promise<Omit<RouterHarness, 'stop'>> {
+): Promise<Omit<RouterFixture, 'stop'>> {
   const db = await startTestDatabase();
   stoppers.push(() => db.stop());
   await migrate(db.pool, {

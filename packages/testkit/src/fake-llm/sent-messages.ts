@@ -1,4 +1,4 @@
-import type { FakeLlmRequest } from '@jarvis/testkit';
+import type { FakeLlmRequest } from './types';
 
 // Reading what the fake LLM was sent. Besides chat turns, the stack sends background requests
 // (summaries, fact extraction) to the same model, so tests pick the kind they mean.

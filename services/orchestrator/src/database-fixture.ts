@@ -2,7 +2,7 @@ import { migrate } from '@jarvis/db';
 import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
 
 // A test file's own database with the orchestrator's schema migrated, as main.ts leaves it.
-export async function startOrchestratorDatabase(): Promise<TestDatabase> {
+export async function startDatabaseFixture(): Promise<TestDatabase> {
   const db = await startTestDatabase();
   await migrate(db.pool, {
     schema: 'orchestrator',

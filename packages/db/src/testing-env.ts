@@ -11,4 +11,4 @@ const TestEnv = z.object({
     .pipe(z.string().url().optional()),
 });
 
-export const testEnv = TestEnv.parse(process.env);
+export const testingEnv = TestEnv.parse(process.env);

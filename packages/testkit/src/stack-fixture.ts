@@ -1,17 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { CreateUserResponse } from '@jarvis/contracts';
+import { type FakeLlm, startFakeLlm } from './fake-llm';
 import {
   defaultTestDatabaseEngine,
-  type FakeLlm,
   makeTempDir,
   NATS_URL,
   REDIS_URL,
-  Stack,
-  startFakeLlm,
   startTestDatabase,
   type TestDatabaseEngine,
   uniqueNamespace,
-} from '@jarvis/testkit';
+} from './infra';
+import { Stack } from './stack';
 
 export type StackFixture = {
   stack: Stack;

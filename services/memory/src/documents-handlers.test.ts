@@ -13,15 +13,15 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDocumentHandlers } from './documents-handlers';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
-let countRows: MemoryHarness['countRows'];
+let countRows: MemoryFixture['countRows'];
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-documents', [registerDocumentHandlers]);
+  memory = await startMemoryFixture('memory-documents', [registerDocumentHandlers]);
   ({ db, clientBus, countRows } = memory);
 });
 

@@ -25,15 +25,15 @@ import { registerExportHandlers } from './export-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 import { importedId } from './services/import-records-service';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-export', [
+  memory = await startMemoryFixture('memory-export', [
     registerExportHandlers,
     registerForgetHandlers,
     registerFactHandlers,

@@ -19,14 +19,14 @@ import {
 import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from './facts-handlers';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-facts', [registerFactHandlers]);
+  memory = await startMemoryFixture('memory-facts', [registerFactHandlers]);
   ({ db, clientBus } = memory);
 });
 

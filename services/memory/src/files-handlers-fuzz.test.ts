@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { registerFileHandlers } from './files-handlers';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
 // Hostile grep regexes against the memory service on the embedded Postgres, which has no
 // statement timeout and runs every connection through one queue: one regex it cannot bound
@@ -18,10 +18,10 @@ const RUNS = 300;
 // How long another user's ordinary grep may wait while the fuzz runs.
 const OTHER_USER_MAX_MS = 2_000;
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-files-fuzz', [registerFileHandlers], undefined, {
+  memory = await startMemoryFixture('memory-files-fuzz', [registerFileHandlers], undefined, {
     engine: 'embedded',
   });
 });

@@ -21,14 +21,14 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFileHandlers } from './files-handlers';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-files', [registerFileHandlers]);
+  memory = await startMemoryFixture('memory-files', [registerFileHandlers]);
   ({ db, clientBus } = memory);
 });
 

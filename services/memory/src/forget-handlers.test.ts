@@ -14,14 +14,14 @@ import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from './facts-handlers';
 import { registerForgetHandlers } from './forget-handlers';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-forget', [
+  memory = await startMemoryFixture('memory-forget', [
     registerForgetHandlers,
     registerFactHandlers,
   ]);

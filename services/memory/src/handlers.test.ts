@@ -10,18 +10,18 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { loadTokenCounter } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 import { readTurn } from './services/extract-facts';
 import { indexUserMessagesNow } from './services/index-messages';
 import { writeEpisode } from './services/write-episode';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
-let countRows: MemoryHarness['countRows'];
+let countRows: MemoryFixture['countRows'];
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory');
+  memory = await startMemoryFixture('memory');
   ({ db, clientBus, countRows } = memory);
 });
 

@@ -9,14 +9,14 @@ import {
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MemoryHarness, startMemoryHarness } from './test-harness';
+import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-history');
+  memory = await startMemoryFixture('memory-history');
   ({ db, clientBus } = memory);
 });
 

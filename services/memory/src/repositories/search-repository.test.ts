@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@jarvis/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { messageSource } from './search-repository';
 import { readTerms } from './terms-repository';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let pool: Pool;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('search-repository');
+  memory = await startMemoryFixture('search-repository');
   pool = memory.db.pool;
 });
 

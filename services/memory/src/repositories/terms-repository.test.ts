@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { readTerms } from './terms-repository';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('terms-repository');
+  memory = await startMemoryFixture('terms-repository');
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { type FakeLlm, startFakeLlm, waitFor } from '@jarvis/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { registerFactHandlers } from '../facts-handlers';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { type DenseIndexer, type DenseSettings, startDenseIndexer } from './dense-index';
 import { loadItems } from './search-service';
 
@@ -27,7 +27,7 @@ const EMBED_MODEL: RoutedModel = {
 
 const OpenAiEmbeddings = z.object({ data: z.array(z.object({ embedding: z.array(z.number()) })) });
 
-let harness: MemoryHarness;
+let harness: MemoryFixture;
 let fake: FakeLlm;
 // Model-gateway's two contracts as the test sets them: the embed route it answers, and embed
 // requests passed to the fake LLM server's OpenAI embeddings, whose record the tests read.
@@ -38,7 +38,7 @@ let indexer: DenseIndexer | undefined;
 
 beforeAll(async () => {
   fake = await startFakeLlm();
-  harness = await startMemoryHarness('dense-index', [registerFactHandlers]);
+  harness = await startMemoryFixture('dense-index', [registerFactHandlers]);
   gateway = await connectTestBus(harness.clientBus.namespace);
   gateway.serve(modelRoute, async ({ purpose }) => {
     routeReads += 1;

@@ -12,15 +12,15 @@ import {
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
-let countRows: MemoryHarness['countRows'];
+let countRows: MemoryFixture['countRows'];
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-import');
+  memory = await startMemoryFixture('memory-import');
   ({ db, clientBus, countRows } = memory);
 });
 

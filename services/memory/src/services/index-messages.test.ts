@@ -6,9 +6,9 @@ import { createLogger } from '@jarvis/telemetry';
 import { type TestDatabase, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerForgetHandlers } from '../forget-handlers';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { loadVectors } from '../repositories/embeddings-repository';
 import { readTerms } from '../repositories/terms-repository';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 import { type IndexerSettings, startMessageIndexer } from './index-messages';
 import { appendMessage } from './messages-service';
 
@@ -17,14 +17,14 @@ import { appendMessage } from './messages-service';
 // message before it was indexed keeps the term statistics right.
 
 const logger = createLogger('test', 'silent');
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let db: TestDatabase;
 let clientBus: Bus;
-let countRows: MemoryHarness['countRows'];
+let countRows: MemoryFixture['countRows'];
 
 beforeAll(async () => {
   // Indexing waits long enough that nothing is indexed behind a test's back unless it asks.
-  memory = await startMemoryHarness('memory-index', [registerForgetHandlers], {
+  memory = await startMemoryFixture('memory-index', [registerForgetHandlers], {
     delayMs: 60_000,
     retryMs: 60_000,
     holdMs: 60_000,

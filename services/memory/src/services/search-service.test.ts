@@ -14,7 +14,7 @@ import {
 } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from '../facts-handlers';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { searchMemory, searchMemoryViews } from './search-service';
 
 // One user's chat export spread over 2023, a topic or two a month, and a later, second chat.
@@ -94,7 +94,7 @@ const diaryId = randomUUID();
 const secondChatId = randomUUID();
 const otherUsersChatId = randomUUID();
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 let clientBus: Bus;
 // What each user stored, as memory.recall reports it.
 const stored = new Map<string, StoredMessage & { userId: string }>();
@@ -134,7 +134,7 @@ async function importChat(
 }
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('memory-search', [registerFactHandlers]);
+  memory = await startMemoryFixture('memory-search', [registerFactHandlers]);
   ({ clientBus } = memory);
 
   await importChat(userA, diaryId, DIARY, 'whatsapp');

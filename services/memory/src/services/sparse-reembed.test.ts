@@ -5,8 +5,8 @@ import { LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import { createLogger } from '@jarvis/telemetry';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
 import { replaceSparseVectors } from '../repositories/embeddings-repository';
-import { type MemoryHarness, startMemoryHarness } from '../test-harness';
 import { indexSummary } from './compact-conversation';
 import { ingestDocument } from './documents-service';
 import { rememberFact } from './facts-service';
@@ -18,10 +18,10 @@ import { reembedSparseBatch, startSparseReembed } from './sparse-reembed';
 // queue them as the migration does, and check that the re-embed writes back exactly what the
 // indexers wrote.
 
-let memory: MemoryHarness;
+let memory: MemoryFixture;
 
 beforeAll(async () => {
-  memory = await startMemoryHarness('sparse-reembed');
+  memory = await startMemoryFixture('sparse-reembed');
 });
 
 afterAll(async () => {

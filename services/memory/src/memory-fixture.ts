@@ -18,7 +18,7 @@ import { configureVectorSearch } from './vector-search-settings';
 
 type Register = (bus: Bus, pool: Pool) => { unsubscribe(): void }[];
 
-export type MemoryHarness = {
+export type MemoryFixture = {
   db: TestDatabase;
   // Requests go out on this one; the handlers answer on their own connection, as across services.
   clientBus: Bus;
@@ -31,12 +31,12 @@ export type MemoryHarness = {
 // The memory service as its tests meet it: a test database with the memory schema, set up as
 // main.ts sets it up, the message indexer, and the handlers of messages, recall and search plus
 // those of `register`, on a namespace of the machine's NATS of their own.
-export async function startMemoryHarness(
+export async function startMemoryFixture(
   label: string,
   register: Register[] = [],
   indexerSettings?: IndexerSettings,
   databaseOptions: TestDatabaseOptions = {},
-): Promise<MemoryHarness> {
+): Promise<MemoryFixture> {
   const db = await startTestDatabase(databaseOptions);
   const logger = createLogger('test', 'silent');
   // Before the first connection, so every pooled connection gets the settings.

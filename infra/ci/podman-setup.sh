@@ -78,8 +78,10 @@ esac
 
 need_apt=()
 # netavark and aardvark-dns: compose's services find each other by name (Debian's podman falls back
-# to CNI without them, which resolves no names).
-for package in podman buildah runc fuse-overlayfs slirp4netns uidmap catatonit netavark aardvark-dns \
+# to CNI without them, which resolves no names). netavark sets up bridge networks with iptables,
+# which it only recommends, and a build's RUN steps fail with "netavark: No such file or
+# directory" without it.
+for package in podman buildah runc fuse-overlayfs slirp4netns uidmap catatonit netavark aardvark-dns iptables \
   debootstrap docker-compose; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$package")
 done

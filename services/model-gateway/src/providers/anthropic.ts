@@ -7,7 +7,13 @@ import type {
   ToolChoice,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import type { FinishReason, ToolCall } from '@jarvis/contracts';
-import { type ChatCall, type ChatResult, type Provider, parseToolArguments } from './provider';
+import {
+  type ChatCall,
+  type ChatResult,
+  type Provider,
+  parseToolArguments,
+  withTimeout,
+} from './provider';
 
 export type AnthropicOptions = { apiKey: string; baseURL: string | undefined };
 
@@ -24,33 +30,34 @@ export function createAnthropicProvider(options: AnthropicOptions): Provider {
   return {
     name: 'anthropic',
     hosted: true,
-    async chat(call) {
-      const body = toRequest(call);
-      const requestOptions = { timeout: call.timeoutMs, signal: call.signal };
-      if (!call.onDelta) {
-        const message = await client.messages.create({ ...body, stream: false }, requestOptions);
-        const toolCalls: ToolCall[] = [];
-        let content = '';
-        for (const block of message.content) {
-          if (block.type === 'text') content += block.text;
-          if (block.type === 'tool_use') {
-            toolCalls.push({ id: block.id, name: block.name, arguments: asRecord(block.input) });
+    chat: (call) =>
+      withTimeout(call, async (signal) => {
+        const body = toRequest(call);
+        const requestOptions = { signal };
+        if (!call.onDelta) {
+          const message = await client.messages.create({ ...body, stream: false }, requestOptions);
+          const toolCalls: ToolCall[] = [];
+          let content = '';
+          for (const block of message.content) {
+            if (block.type === 'text') content += block.text;
+            if (block.type === 'tool_use') {
+              toolCalls.push({ id: block.id, name: block.name, arguments: asRecord(block.input) });
+            }
           }
+          return {
+            content,
+            toolCalls,
+            finishReason: finishReasonOf(message.stop_reason),
+            model: message.model,
+            usage: {
+              inputTokens: message.usage.input_tokens,
+              outputTokens: message.usage.output_tokens,
+            },
+          };
         }
-        return {
-          content,
-          toolCalls,
-          finishReason: finishReasonOf(message.stop_reason),
-          model: message.model,
-          usage: {
-            inputTokens: message.usage.input_tokens,
-            outputTokens: message.usage.output_tokens,
-          },
-        };
-      }
-      const stream = await client.messages.create({ ...body, stream: true }, requestOptions);
-      return collectStream(stream, call.onDelta, call.model);
-    },
+        const stream = await client.messages.create({ ...body, stream: true }, requestOptions);
+        return collectStream(stream, call.onDelta, call.model);
+      }),
   };
 }
 

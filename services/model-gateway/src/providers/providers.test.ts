@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type FakeLlm, freePort, startFakeLlm } from '@jarvis/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createAnthropicProvider } from './anthropic';
 import { createOllamaProvider } from './ollama';
 import { createOpenAiCompatibleProvider } from './openai-compatible';
 import type { ChatCall, Provider } from './provider';
@@ -218,6 +219,28 @@ describe("both providers against a server of the test's own", () => {
       streamType: 'application/x-ndjson',
       firstPiece: `${JSON.stringify({ message: { content: 'Hello' }, done: false })}\n`,
     },
+    anthropic: {
+      streamType: 'text/event-stream',
+      firstPiece: [
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: 'fake-model',
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 1, output_tokens: 0 },
+          },
+        },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
+      ]
+        .map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+        .join(''),
+    },
   } as const;
 
   describe.each([
@@ -270,6 +293,28 @@ describe("both providers against a server of the test's own", () => {
       });
     });
 
+    it('stops a stream when the caller cancels it halfway', async () => {
+      handle = (res) => {
+        res.writeHead(200, { 'content-type': answer.streamType });
+        res.write(answer.firstPiece);
+      };
+      const controller = new AbortController();
+      const call = chatCall({ signal: controller.signal, onDelta: () => controller.abort() });
+
+      const failure = await failureOf(provider(), call);
+
+      expect(failure.kind).toBe('cancelled');
+    });
+  });
+
+  // Anthropic's SDK, like the others, stops its own timeout once the headers arrive.
+  describe.each([
+    ['openai', () => openai(`${baseUrl}/v1`)],
+    ['ollama', () => ollama(baseUrl)],
+    ['anthropic', () => createAnthropicProvider({ apiKey: 'test-key', baseURL: baseUrl })],
+  ] as const)('%s streaming', (name, provider) => {
+    const answer = ANSWERS[name];
+
     it('times out a stream that stops halfway, after the pieces already sent', async () => {
       handle = (res) => {
         res.writeHead(200, { 'content-type': answer.streamType });
@@ -282,19 +327,6 @@ describe("both providers against a server of the test's own", () => {
 
       expect(failure.kind).toBe('timeout');
       expect(pieces).toEqual(['Hello']);
-    });
-
-    it('stops a stream when the caller cancels it halfway', async () => {
-      handle = (res) => {
-        res.writeHead(200, { 'content-type': answer.streamType });
-        res.write(answer.firstPiece);
-      };
-      const controller = new AbortController();
-      const call = chatCall({ signal: controller.signal, onDelta: () => controller.abort() });
-
-      const failure = await failureOf(provider(), call);
-
-      expect(failure.kind).toBe('cancelled');
     });
   });
 

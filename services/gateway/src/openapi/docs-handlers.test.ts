@@ -1,69 +1,19 @@
-import type { Bus } from '@jarvis/bus';
-import { connectTestBus } from '@jarvis/bus/testing';
 import { ENDPOINTS } from '@jarvis/contracts';
-import { createPool, type Pool } from '@jarvis/db';
-import { createService, type Service } from '@jarvis/service-kit';
-import { createLogger, createMetrics } from '@jarvis/telemetry';
-import { connectTestRedis, uniqueNamespace } from '@jarvis/testkit';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiRouter } from '../routes/api-router';
+import { type RouterFixture, startRouterFixture } from '../routes/router-fixture';
 import { DOCS_PAGE_CSP } from './docs-page';
 import { buildOpenApiDocument } from './openapi-document';
 
-let bus: Bus;
-let redis: Redis;
-let pool: Pool;
-let service: Service;
+let fixture: RouterFixture;
 let baseUrl: string;
 
 beforeAll(async () => {
-  const namespace = uniqueNamespace('openapi');
-  bus = await connectTestBus(namespace);
-  redis = connectTestRedis();
-  // Never queried: nothing here sends a key, so no route gets as far as the database.
-  pool = createPool({ url: 'postgres://nobody@127.0.0.1:1/none', applicationName: 'openapi-test' });
-  const logger = createLogger('openapi-test', 'silent');
-  const router = createApiRouter({
-    bus,
-    pool,
-    bodyLimitBytes: 256 * 1_024,
-    importBodyLimitBytes: 1_024 * 1_024,
-    submitTimeoutMs: 5_000,
-    turnTimeoutMs: 5_000,
-    rateLimit: {
-      redis,
-      namespace,
-      logger,
-      perMinute: 600,
-      chatPerMinute: 60,
-      unauthenticatedPerMinute: 600,
-    },
-    corsOrigins: [],
-    eventStreamsPerUser: 10,
-    stopping: new AbortController().signal,
-  });
-  service = createService({
-    name: 'openapi-test',
-    port: 0,
-    host: '127.0.0.1',
-    logger,
-    metrics: createMetrics('openapi-test'),
-    checks: {},
-    dependencyLossExitMs: 60_000,
-    onStop: async () => {},
-    exit: () => {},
-  });
-  service.app.use('/v1', router);
-  const { port } = await service.start();
-  baseUrl = `http://127.0.0.1:${port}`;
+  fixture = await startRouterFixture('');
+  baseUrl = fixture.url;
 });
 
 afterAll(async () => {
-  await service?.stop();
-  await bus?.close();
-  redis?.disconnect();
-  await pool?.end();
+  await fixture?.stop();
 });
 
 describe('GET /v1/openapi.json', () => {

@@ -1,81 +1,22 @@
-import { connectTestBus } from '@jarvis/bus/testing';
 import { ENDPOINTS, endpointName } from '@jarvis/contracts';
-import { migrate } from '@jarvis/db';
-import { createService, type Service } from '@jarvis/service-kit';
-import { createLogger, createMetrics } from '@jarvis/telemetry';
-import {
-  connectTestRedis,
-  startTestDatabase,
-  type TestDatabase,
-  uniqueNamespace,
-} from '@jarvis/testkit';
-import type { Router } from 'express';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createUser } from '../services/api-keys';
-import { createApiRouter } from './api-router';
+import { type RouterFixture, startRouterFixture } from './router-fixture';
 
-let db: TestDatabase;
-let redis: Redis;
-let router: Router;
-let service: Service;
-let close: () => Promise<void>;
+let fixture: RouterFixture;
 let baseUrl: string;
 let key: string;
 
 beforeAll(async () => {
-  db = await startTestDatabase();
-  await migrate(db.pool, {
-    schema: 'gateway',
-    directory: new URL('../../migrations', import.meta.url),
+  fixture = await startRouterFixture('', {
+    rateLimit: { perMinute: 0, chatPerMinute: 0, unauthenticatedPerMinute: 0 },
   });
-  const namespace = uniqueNamespace('api-router');
-  const bus = await connectTestBus(namespace);
-  close = () => bus.close();
-  redis = connectTestRedis();
-  const logger = createLogger('api-router-test', 'silent');
-  router = createApiRouter({
-    bus,
-    pool: db.pool,
-    bodyLimitBytes: 256 * 1_024,
-    importBodyLimitBytes: 1_024 * 1_024,
-    submitTimeoutMs: 5_000,
-    turnTimeoutMs: 5_000,
-    rateLimit: {
-      redis,
-      namespace,
-      logger,
-      perMinute: 0,
-      chatPerMinute: 0,
-      unauthenticatedPerMinute: 0,
-    },
-    corsOrigins: [],
-    eventStreamsPerUser: 10,
-    stopping: new AbortController().signal,
-  });
-  service = createService({
-    name: 'api-router-test',
-    port: 0,
-    host: '127.0.0.1',
-    logger,
-    metrics: createMetrics('api-router-test'),
-    checks: {},
-    dependencyLossExitMs: 60_000,
-    onStop: async () => {},
-    exit: () => {},
-  });
-  service.app.use('/v1', router);
-  const { port } = await service.start();
-  baseUrl = `http://127.0.0.1:${port}`;
-  key = (await createUser(db.pool, 'alice')).apiKey;
+  baseUrl = fixture.url;
+  key = fixture.alice.key;
 });
 
 afterAll(async () => {
-  await service?.stop();
-  await close?.();
-  redis?.disconnect();
-  await db?.stop();
+  await fixture?.stop();
 });
 
 // What express keeps of each layer: a route with its methods, or a mounted router's path.
@@ -108,7 +49,7 @@ function mountedRoutes(stack: unknown[], prefix: string): string[] {
 
 describe('the API router', () => {
   it('mounts exactly the declared endpoints', () => {
-    const mounted = new Set(mountedRoutes(router.stack, '/v1'));
+    const mounted = new Set(mountedRoutes(fixture.router.stack, '/v1'));
     const declared = new Set(ENDPOINTS.map(endpointName));
 
     expect(

@@ -13,6 +13,7 @@ import {
   type TestDatabase,
   uniqueNamespace,
 } from '@jarvis/testkit';
+import type { Router } from 'express';
 import { expect } from 'vitest';
 import { createUser } from '../services/api-keys';
 import { createApiRouter } from './api-router';
@@ -28,6 +29,8 @@ export type RouterFixture = {
   bob: TestUser;
   // basePath's full URL, for requests `call` cannot make (other methods, headers, raw bodies).
   url: string;
+  // The /v1 router itself, for a test of what it mounts.
+  router: Router;
   // A request to `basePath + route`, with the key (if any) and a JSON body (if any).
   call(
     method: string,
@@ -126,30 +129,28 @@ async function startHarness(
   });
   stoppers.push(() => service.stop());
   service.app.set('trust proxy', options.trustProxy ?? false);
-  service.app.use(
-    '/v1',
-    createApiRouter({
-      bus: gatewayBus,
-      pool: db.pool,
-      bodyLimitBytes: 256 * 1_024,
-      importBodyLimitBytes: 32 * 1_024 * 1_024,
-      submitTimeoutMs: 5_000,
-      turnTimeoutMs: 30_000,
-      stopping: service.stopping,
-      rateLimit: {
-        redis,
-        namespace,
-        logger,
-        ...(options.rateLimit ?? {
-          perMinute: 600,
-          chatPerMinute: 60,
-          unauthenticatedPerMinute: 600,
-        }),
-      },
-      corsOrigins: options.corsOrigins ?? [],
-      eventStreamsPerUser: options.eventStreamsPerUser ?? 10,
-    }),
-  );
+  const router = createApiRouter({
+    bus: gatewayBus,
+    pool: db.pool,
+    bodyLimitBytes: 256 * 1_024,
+    importBodyLimitBytes: 32 * 1_024 * 1_024,
+    submitTimeoutMs: 5_000,
+    turnTimeoutMs: 30_000,
+    stopping: service.stopping,
+    rateLimit: {
+      redis,
+      namespace,
+      logger,
+      ...(options.rateLimit ?? {
+        perMinute: 600,
+        chatPerMinute: 60,
+        unauthenticatedPerMinute: 600,
+      }),
+    },
+    corsOrigins: options.corsOrigins ?? [],
+    eventStreamsPerUser: options.eventStreamsPerUser ?? 10,
+  });
+  service.app.use('/v1', router);
   const { port } = await service.start();
   const baseUrl = `http://127.0.0.1:${port}${basePath}`;
 
@@ -161,6 +162,7 @@ async function startHarness(
     alice: { id: first.user.id, key: first.apiKey },
     bob: { id: second.user.id, key: second.apiKey },
     url: baseUrl,
+    router,
     async call(method, route, options = {}) {
       const headers: Record<string, string> = {};
       if (options.key) headers.authorization = `Bearer ${options.key}`;

@@ -107,8 +107,9 @@ export const Mission = z.object({
   id: Id,
   objective: z.string(),
   status: MissionStatus,
-  // user: through the API; model: through the start_mission tool, during that run.
-  createdBy: z.enum(['user', 'model']),
+  // user: through the API; model: through the start_mission tool, during that run; schedule: by
+  // a schedule's occurrence.
+  createdBy: z.enum(['user', 'model', 'schedule']),
   sourceRunId: Id.nullable(),
   // Where the report is posted.
   conversationId: Id,
@@ -130,8 +131,11 @@ export type MissionDetail = z.infer<typeof MissionDetail>;
 // orchestrator.missions.create: stores the mission and starts it; answers at once.
 export const MissionsCreateRequest = MissionFields.extend({
   userId: Id,
-  createdBy: z.enum(['user', 'model']).default('user'),
+  createdBy: z.enum(['user', 'model', 'schedule']).default('user'),
   sourceRunId: Id.optional(),
+  // The same key again (per user) answers the mission it made first: a schedule's run starts
+  // its mission once, however often its delivery is retried.
+  idempotencyKey: z.string().min(1).max(200).optional(),
 });
 export type MissionsCreateRequest = z.input<typeof MissionsCreateRequest>;
 export const MissionResponse = z.object({ mission: MissionDetail });

@@ -15,6 +15,9 @@ export const TurnSubmitRequest = z.object({
   // The client's Idempotency-Key, which the turn id was derived from: kept with the turn.
   idempotencyKey: z.string().min(1).max(200).optional(),
   timeZone: TimeZone.optional(),
+  // Started by this schedule's occurrence (a prompt action), not typed by the user: kept in the
+  // user message's metadata ({scheduleId}) so that clients can tell it apart.
+  scheduleId: Id.optional(),
   // Someone follows the answer as it is written (delta events): the model streams it. Without
   // a follower it comes whole, which costs the model gateway a quarter of the CPU.
   stream: z.boolean().default(false),

@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { Id } from './common';
 import { Approval } from './orchestrator-approvals';
 import { MissionStatus, MissionTaskStatus } from './orchestrator-missions';
+import { ScheduleKind, ScheduleRun } from './scheduler-schedules';
 
 // What happens for a user away from any turn they are watching: an approval a run waits for, a
-// mission moving on (later: a reminder firing). Producers publish to JetStream stream
+// mission moving on, a schedule firing. Producers publish to JetStream stream
 // USER_EVENTS on user-events.<userId>; GET /v1/events streams the user's subject, with the
 // stream sequence as the event id, so a client that reconnects misses nothing kept.
 
@@ -48,9 +49,31 @@ const MissionUpdated = z.object({
   reportMessageId: Id.optional(),
 });
 
-// A reminder from the scheduler joins this union when it exists; clients skip types they do
-// not know.
-export const UserEvent = z.discriminatedUnion('type', [ApprovalRequested, MissionUpdated]);
+// An occurrence of a schedule ran (or was skipped, missed or failed): a reminder's message is in
+// the conversation, a prompt's turn or a mission has started.
+const ScheduleFired = z.object({
+  type: z.literal('schedule_fired'),
+  occurredAt: Timestamp,
+  schedule: z.object({
+    id: Id,
+    name: z.string().nullable(),
+    kind: ScheduleKind,
+    actionType: z.enum(['remind', 'prompt', 'mission']),
+    // The schedule's next occurrence, if any.
+    nextRunAt: Timestamp.nullable(),
+  }),
+  run: ScheduleRun,
+  conversationId: Id,
+  // The reminder's text, as posted (remind only).
+  text: z.string().optional(),
+});
+
+// Clients skip types they do not know.
+export const UserEvent = z.discriminatedUnion('type', [
+  ApprovalRequested,
+  MissionUpdated,
+  ScheduleFired,
+]);
 export type UserEvent = z.infer<typeof UserEvent>;
 
 // GET /v1/events: the id of the last event the client saw, to go on right after it.

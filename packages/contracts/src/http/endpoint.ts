@@ -28,7 +28,9 @@ export type GatewayHandler =
   | 'revokeAnyKey'
   | 'openApiDocument'
   | 'docsPage'
-  | 'docsAsset';
+  | 'docsAsset'
+  | 'getMe'
+  | 'updateMe';
 
 // The parsed parts of a request, with the key's user.
 export type RequestParts = {
@@ -37,6 +39,9 @@ export type RequestParts = {
   // A forwarded endpoint's body is a JSON object; {} when it takes none.
   body: Record<string, unknown>;
   userId: string;
+  // The user's stored zone (UTC while none is set).
+  userTimeZone: string;
+  isUserTimeZoneSet: boolean;
 };
 
 // An endpoint that only forwards to a bus contract: the gateway parses the request, asks the

@@ -8,9 +8,11 @@ import { DOCUMENTS_ENDPOINTS } from './documents';
 import { FACTS_ENDPOINTS } from './facts';
 import { FILES_ENDPOINTS } from './files';
 import { KEYS_ENDPOINTS } from './keys';
+import { ME_ENDPOINTS } from './me';
 import { MEMORY_ENDPOINTS } from './memory';
 import { MISSIONS_ENDPOINTS } from './missions';
 import { RUNS_ENDPOINTS } from './runs';
+import { SCHEDULES_ENDPOINTS } from './schedules';
 import { USAGE_ENDPOINTS } from './usage';
 
 // Every endpoint the gateway serves under /v1, in the order the OpenAPI document lists them.
@@ -25,6 +27,8 @@ export const ENDPOINTS: Endpoint[] = [
   ...RUNS_ENDPOINTS,
   ...APPROVALS_ENDPOINTS,
   ...MISSIONS_ENDPOINTS,
+  ...SCHEDULES_ENDPOINTS,
+  ...ME_ENDPOINTS,
   ...KEYS_ENDPOINTS,
   ...ADMIN_ENDPOINTS,
   ...DOCS_ENDPOINTS,

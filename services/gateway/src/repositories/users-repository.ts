@@ -1,7 +1,14 @@
 import type { AdminUser, ApiKeyInfo, KeyScope } from '@jarvis/contracts';
 import type { Pool, Queryable } from '@jarvis/db';
 
-export type Principal = { userId: string; userName: string; keyId: string; scope: KeyScope };
+export type Principal = {
+  userId: string;
+  userName: string;
+  // The user's stored IANA zone; null until one is set (then UTC applies).
+  timeZone: string | null;
+  keyId: string;
+  scope: KeyScope;
+};
 
 export async function insertUser(db: Queryable, user: { id: string; name: string }): Promise<void> {
   await db.query('INSERT INTO gateway.users (id, name) VALUES ($1, $2)', [user.id, user.name]);
@@ -69,11 +76,12 @@ export async function findPrincipalByKeyHash(
   const { rows } = await db.query<{
     user_id: string;
     name: string;
+    time_zone: string | null;
     key_id: string;
     scope: KeyScope;
     is_last_use_stale: boolean;
   }>(
-    `SELECT k.user_id, u.name, k.id AS key_id, k.scope,
+    `SELECT k.user_id, u.name, u.time_zone, k.id AS key_id, k.scope,
        coalesce(k.last_used_at < now() - interval '1 minute', true) AS is_last_use_stale
      FROM gateway.api_keys k JOIN gateway.users u ON u.id = k.user_id
      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
@@ -82,9 +90,41 @@ export async function findPrincipalByKeyHash(
   const row = rows[0];
   if (!row) return undefined;
   return {
-    principal: { userId: row.user_id, userName: row.name, keyId: row.key_id, scope: row.scope },
+    principal: {
+      userId: row.user_id,
+      userName: row.name,
+      timeZone: row.time_zone,
+      keyId: row.key_id,
+      scope: row.scope,
+    },
     isLastUseStale: row.is_last_use_stale,
   };
+}
+
+export async function updateUserTimeZone(
+  db: Queryable,
+  userId: string,
+  timeZone: string,
+): Promise<{ id: string; name: string; timeZone: string | null } | undefined> {
+  const { rows } = await db.query<{ id: string; name: string; time_zone: string | null }>(
+    'UPDATE gateway.users SET time_zone = $2 WHERE id = $1 RETURNING id, name, time_zone',
+    [userId, timeZone],
+  );
+  const row = rows[0];
+  return row && { id: row.id, name: row.name, timeZone: row.time_zone };
+}
+
+// Only while none is set, in the statement itself: of two chats naming zones at once, the first
+// to write keeps it, and a zone the user set is never overwritten by a chat.
+export async function setUserTimeZoneIfUnset(
+  db: Queryable,
+  userId: string,
+  timeZone: string,
+): Promise<void> {
+  await db.query('UPDATE gateway.users SET time_zone = $2 WHERE id = $1 AND time_zone IS NULL', [
+    userId,
+    timeZone,
+  ]);
 }
 
 // Guarded again here because requests that arrive together all see the old time: one of them

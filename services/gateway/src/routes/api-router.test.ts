@@ -66,10 +66,19 @@ describe('the API router', () => {
     const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
     const declared = new Set(ENDPOINTS.map(endpointName));
     const paths = [...new Set(ENDPOINTS.map((endpoint) => endpoint.path))];
+    // PATCH /v1/schedules/preview is PATCH /v1/schedules/{id} with a bad id: a path another
+    // declared endpoint of that method takes as its parameter is that endpoint's to answer.
+    const isTakenByParam = (method: string, path: string) =>
+      ENDPOINTS.some(
+        (endpoint) =>
+          endpoint.method === method.toLowerCase() &&
+          new RegExp(`^${endpoint.path.replace(/\{\w+\}/g, '[^/]+')}$`).test(path),
+      );
     const undeclared = [
       ...paths.flatMap((path) =>
         methods
           .filter((method) => !declared.has(`${method} ${path}`))
+          .filter((method) => !isTakenByParam(method, path))
           .map((method) => ({ method, path })),
       ),
       { method: 'GET', path: '/v1/nope' },

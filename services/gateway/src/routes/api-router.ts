@@ -20,6 +20,7 @@ import { createChatHandlers } from './chat-handlers';
 import { createConversationsHandlers } from './conversations-handlers';
 import { forwardToBus } from './forward-to-bus';
 import { createKeysHandlers } from './keys-handlers';
+import { createMeHandlers } from './me-handlers';
 import { createMemoryHandlers } from './memory-handlers';
 
 export type ApiDeps = {
@@ -58,6 +59,7 @@ export function createApiRouter(deps: ApiDeps): Router {
     ...createConversationsHandlers(deps),
     ...createMemoryHandlers(deps),
     ...createKeysHandlers({ ...deps, json }),
+    ...createMeHandlers({ ...deps, json }),
     ...createDocsHandlers(),
   };
 

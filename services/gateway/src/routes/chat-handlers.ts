@@ -12,17 +12,20 @@ import {
   UserEventsHeaders,
   userEventSubject,
 } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
 import { HttpError } from '@jarvis/service-kit';
 import type { Request, RequestHandler, Response } from 'express';
 import { principalOf } from '../middleware/authenticate';
 import type { RateLimitDeps } from '../middleware/rate-limit';
 import { awaitTurnOutcome, runChatTurn, streamChatTurn, toChatResponse } from '../services/chat';
 import { takeEventStreamSlot } from '../services/event-stream-slots';
+import { adoptTimeZone } from '../services/me';
 import { openSse } from '../services/sse';
 import { parseBody } from './parse-body';
 
 export type ChatHandlersDeps = {
   bus: Bus;
+  pool: Pool;
   // Parses the JSON body within the general limit.
   json: RequestHandler;
   submitTimeoutMs: number;
@@ -85,7 +88,14 @@ export function createChatHandlers(
         const principal = principalOf(req);
         const body = parseBody(ChatRequest, req.body);
         const headers = parseBody(ChatHeaders, { 'Idempotency-Key': req.get('idempotency-key') });
-        const turn = { userId: principal.userId, idempotencyKey: headers['Idempotency-Key'] };
+        // The turn's zone is the one it names, else the user's: the agent resolves "tomorrow at
+        // 9" there.
+        const turn = {
+          userId: principal.userId,
+          idempotencyKey: headers['Idempotency-Key'],
+          timeZone: body.timeZone ?? principal.timeZone ?? undefined,
+        };
+        await adoptTimeZone(deps.pool, principal, body.timeZone);
         const options = {
           submitTimeoutMs: deps.submitTimeoutMs,
           turnTimeoutMs: deps.turnTimeoutMs,

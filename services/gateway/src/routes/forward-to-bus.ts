@@ -1,7 +1,8 @@
 import type { Bus } from '@jarvis/bus';
-import type { Endpoint, Forward } from '@jarvis/contracts';
+import type { Endpoint, Forward, RequestParts } from '@jarvis/contracts';
 import type { RequestHandler } from 'express';
 import { principalOf } from '../middleware/authenticate';
+import { DEFAULT_TIME_ZONE } from '../services/me';
 import { parseBody } from './parse-body';
 
 type ForwardedEndpoint = Extract<Endpoint, { forward: Forward }>;
@@ -15,12 +16,14 @@ export function forwardToBus(bus: Bus, endpoint: ForwardedEndpoint): RequestHand
   const { rpc, toRequest } = endpoint.forward;
   const bodySchema = endpoint.body?.['application/json'];
   return async (req, res) => {
-    const { userId } = principalOf(req);
-    const parts = {
+    const { userId, timeZone } = principalOf(req);
+    const parts: RequestParts = {
       params: endpoint.params ? parseBody(endpoint.params, req.params) : {},
       query: endpoint.query ? parseBody(endpoint.query, req.query) : {},
       body: bodySchema ? parseBody(bodySchema, req.body) : {},
       userId,
+      userTimeZone: timeZone ?? DEFAULT_TIME_ZONE,
+      isUserTimeZoneSet: timeZone !== null,
     };
     const request = toRequest
       ? toRequest(parts)

@@ -50,6 +50,7 @@ describe('createUser', () => {
     expect(principal).toEqual({
       userId: user.id,
       userName: 'alice',
+      timeZone: null,
       keyId: expect.any(String),
       scope: 'user',
     });
@@ -240,8 +241,20 @@ describe('ensureAdminKey', () => {
 });
 
 describe('requireScope', () => {
-  const user: Principal = { userId: 'u', userName: 'alice', keyId: 'k1', scope: 'user' };
-  const admin: Principal = { userId: 'a', userName: 'admin', keyId: 'k2', scope: 'admin' };
+  const user: Principal = {
+    userId: 'u',
+    userName: 'alice',
+    timeZone: null,
+    keyId: 'k1',
+    scope: 'user',
+  };
+  const admin: Principal = {
+    userId: 'a',
+    userName: 'admin',
+    timeZone: null,
+    keyId: 'k2',
+    scope: 'admin',
+  };
 
   it('answers 403 to a user key on an admin route', async () => {
     const error = await catchHttpError(() => requireScope(user, 'admin'));

@@ -18,8 +18,13 @@ type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
 
 export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 
-// Whose turn it is, and the client's Idempotency-Key for it, if any.
-export type ChatTurn = { userId: string; idempotencyKey: string | undefined };
+// Whose turn it is, the client's Idempotency-Key for it, if any, and the zone it is told in
+// (undefined: UTC, the orchestrator's default).
+export type ChatTurn = {
+  userId: string;
+  idempotencyKey: string | undefined;
+  timeZone: string | undefined;
+};
 
 // Names chat turns' ids (UUID version 5): any fixed UUID serves, and changing it would give every
 // Idempotency-Key a new turn.
@@ -52,7 +57,7 @@ function submit(
       message: request.message,
       turnId,
       idempotencyKey: turn.idempotencyKey,
-      timeZone: request.timeZone,
+      timeZone: turn.timeZone,
       stream,
     },
     { timeoutMs: options.submitTimeoutMs },

@@ -1,0 +1,33 @@
+import { type GatewayHandler, MeChanges } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import type { RequestHandler } from 'express';
+import { principalOf } from '../middleware/authenticate';
+import { describeMe, setTimeZone } from '../services/me';
+import { parseBody } from './parse-body';
+
+export type MeHandlersDeps = {
+  pool: Pool;
+  // Parses the JSON body within the general limit.
+  json: RequestHandler;
+};
+
+// The key's own user: its name and the time zone schedules and reminders are told in.
+export function createMeHandlers(
+  deps: MeHandlersDeps,
+): Record<Extract<GatewayHandler, 'getMe' | 'updateMe'>, RequestHandler[]> {
+  return {
+    getMe: [
+      (req, res) => {
+        res.json({ user: describeMe(principalOf(req)) });
+      },
+    ],
+
+    updateMe: [
+      deps.json,
+      async (req, res) => {
+        const { timeZone } = parseBody(MeChanges, req.body);
+        res.json({ user: await setTimeZone(deps.pool, principalOf(req), timeZone) });
+      },
+    ],
+  };
+}

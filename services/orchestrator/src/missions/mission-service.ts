@@ -10,10 +10,12 @@ import {
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
+import { v5 as uuidv5 } from 'uuid';
 import type { z } from 'zod';
 import {
   chargeMission,
   findMission,
+  findMissionByKey,
   insertMission,
   insertTasks,
   listTasks,
@@ -44,6 +46,9 @@ export type MissionDeps = {
 
 export type CreateMission = z.output<typeof MissionsCreateRequest>;
 
+// The namespace of mission ids derived from a user and an idempotency key (uuid v5).
+const KEYED_MISSION_NAMESPACE = '6f1c2b9e-4d3a-5e8f-9b17-2a6c8d4e0f53';
+
 // The tools a task may use: the ones it names, else every one, never one that needs approval.
 export function taskTools(deps: MissionDeps, names: readonly string[] | null): AgentTool[] {
   const safe = deps.tools.filter((tool) => tool.risk === 'safe');
@@ -64,19 +69,29 @@ function checkToolNames(deps: MissionDeps, tasks: readonly MissionTaskPlan[]): v
 }
 
 // Stores the mission and sets it going: its tasks are queued, or a model is asked for a plan.
-// A mission from the API says in its conversation that it started (which also finds the user's
-// conversation when none is named, and refuses one that is not theirs); one started by the model
-// needs no such note: the model's own reply says it.
+// A mission from the API or a schedule says in its conversation that it started (which also
+// finds the user's conversation when none is named, and refuses one that is not theirs); one
+// started by the model needs no such note: the model's own reply says it.
+// With an idempotency key the mission's id is derived from the user and the key, so a retry, or
+// a request racing this one, stores the same start note and finds the mission the first made.
 export async function createMission(
   deps: MissionDeps,
   request: CreateMission,
 ): Promise<MissionDetail> {
+  const { idempotencyKey, userId } = request;
+  if (idempotencyKey !== undefined) {
+    const existing = await findMissionByKey(deps.pool, userId, idempotencyKey);
+    if (existing) return takeUpAgain(deps, existing);
+  }
   if (request.tasks) checkToolNames(deps, request.tasks);
-  const id = randomUUID();
+  const id =
+    idempotencyKey === undefined
+      ? randomUUID()
+      : uuidv5(`${userId}\n${idempotencyKey}`, KEYED_MISSION_NAMESPACE);
   let conversationId = request.conversationId;
-  if (request.createdBy === 'user' || !conversationId) {
+  if (request.createdBy !== 'model' || !conversationId) {
     const { message } = await deps.bus.request(memoryAppend, {
-      userId: request.userId,
+      userId,
       conversationId,
       role: 'assistant',
       content: startNote(request.objective, request.tasks?.length),
@@ -85,10 +100,10 @@ export async function createMission(
     });
     conversationId = message.conversationId;
   }
-  const mission = { id, userId: request.userId };
+  const mission = { id, userId };
   const status = request.tasks ? 'running' : 'planning';
-  await withTransaction(deps.pool, async (db) => {
-    await insertMission(db, {
+  const isInserted = await withTransaction(deps.pool, async (db) => {
+    const inserted = await insertMission(db, {
       ...mission,
       conversationId,
       objective: request.objective,
@@ -97,18 +112,44 @@ export async function createMission(
       sourceRunId: request.sourceRunId,
       maxTokens: request.maxTokens ?? deps.defaults.maxTokens,
       maxCostUsd: request.maxCostUsd ?? deps.defaults.maxCostUsd,
+      idempotencyKey,
     });
-    if (request.tasks) await insertTasks(db, mission, withIds(request.tasks));
+    if (inserted && request.tasks) await insertTasks(db, mission, withIds(request.tasks));
+    return inserted;
   });
+  if (!isInserted) {
+    const first = idempotencyKey && (await findMissionByKey(deps.pool, userId, idempotencyKey));
+    if (!first) throw new BusError('conflict', 'mission id already in use');
+    return takeUpAgain(deps, first);
+  }
   // Told before any work is queued, so no task's news can come first.
   await announceMission(
     deps,
     { ...mission, objective: request.objective, status, conversationId },
     { change: 'started' },
   );
-  if (request.tasks) await advanceMission(deps, request.userId, id);
-  else await queueWork(deps.bus, { step: 'plan', userId: request.userId, missionId: id });
-  return getMission(deps.pool, request.userId, id);
+  if (request.tasks) await advanceMission(deps, userId, id);
+  else await queueWork(deps.bus, { step: 'plan', userId, missionId: id });
+  return getMission(deps.pool, userId, id);
+}
+
+// The mission an earlier request with the same key made. Its work is queued again, as on a
+// start: that request may have failed after storing it and before queueing its work, and what
+// is still queued is de-duplicated by its message id.
+async function takeUpAgain(deps: MissionDeps, mission: StoredMission): Promise<MissionDetail> {
+  await resumeMission(deps, mission);
+  return getMission(deps.pool, mission.userId, mission.id);
+}
+
+// Queues the next work of an unfinished mission again (a cancelled one still owes its report);
+// a finished one has none.
+export async function resumeMission(deps: MissionDeps, mission: StoredMission): Promise<void> {
+  const { userId, id: missionId, status } = mission;
+  if (status === 'planning') await queueWork(deps.bus, { step: 'plan', userId, missionId });
+  else if (status === 'running') await advanceMission(deps, userId, missionId);
+  else if (status === 'reporting' || (status === 'cancelled' && !mission.reportMessageId)) {
+    await queueWork(deps.bus, { step: 'report', userId, missionId });
+  }
 }
 
 type MissionUpdate =

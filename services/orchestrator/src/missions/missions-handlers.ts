@@ -7,12 +7,11 @@ import {
 import { listMissions, listUnfinishedMissions } from '../repositories/missions-repository';
 import { pageByCreatedAt } from '../services/runs-service';
 import {
-  advanceMission,
   cancelMission,
   createMission,
   getMission,
   type MissionDeps,
-  queueWork,
+  resumeMission,
 } from './mission-service';
 
 export function registerMissionHandlers(deps: MissionDeps) {
@@ -51,11 +50,5 @@ export function registerMissionHandlers(deps: MissionDeps) {
 // and queueing the next) is queued again. What is still queued is de-duplicated by its message
 // id, or found done by the worker, so queueing it twice is harmless.
 export async function resumeMissions(deps: MissionDeps): Promise<void> {
-  for (const mission of await listUnfinishedMissions(deps.pool)) {
-    const { userId, id: missionId } = mission;
-    if (mission.status === 'planning')
-      await queueWork(deps.bus, { step: 'plan', userId, missionId });
-    else if (mission.status === 'running') await advanceMission(deps, userId, missionId);
-    else await queueWork(deps.bus, { step: 'report', userId, missionId });
-  }
+  for (const mission of await listUnfinishedMissions(deps.pool)) await resumeMission(deps, mission);
 }

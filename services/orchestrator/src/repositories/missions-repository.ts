@@ -17,7 +17,7 @@ type MissionRow = {
   conversation_id: string;
   objective: string;
   status: MissionStatus;
-  created_by: 'user' | 'model';
+  created_by: Mission['createdBy'];
   source_run_id: string | null;
   max_tokens: number;
   // numeric: node-postgres hands it over as text.
@@ -109,18 +109,22 @@ export type NewMission = {
   conversationId: string;
   objective: string;
   status: 'planning' | 'running';
-  createdBy: 'user' | 'model';
+  createdBy: Mission['createdBy'];
   sourceRunId: string | undefined;
   maxTokens: number;
   maxCostUsd: number;
+  idempotencyKey: string | undefined;
 };
 
-export async function insertMission(db: Queryable, mission: NewMission): Promise<void> {
-  await db.query(
+// False when a mission of the same user and idempotency key is already there (a retry, or a
+// request racing this one): nothing is inserted then.
+export async function insertMission(db: Queryable, mission: NewMission): Promise<boolean> {
+  const { rowCount } = await db.query(
     `INSERT INTO orchestrator.missions
        (id, user_id, conversation_id, objective, status, created_by, source_run_id, max_tokens,
-        max_cost_usd)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        max_cost_usd, idempotency_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT DO NOTHING`,
     [
       mission.id,
       mission.userId,
@@ -131,8 +135,10 @@ export async function insertMission(db: Queryable, mission: NewMission): Promise
       mission.sourceRunId ?? null,
       mission.maxTokens,
       mission.maxCostUsd,
+      mission.idempotencyKey ?? null,
     ],
   );
+  return rowCount === 1;
 }
 
 export type NewTask = {
@@ -175,6 +181,18 @@ export async function findMission(
   const { rows } = await db.query<MissionRow>(
     'SELECT * FROM orchestrator.missions WHERE id = $1 AND user_id = $2',
     [id, userId],
+  );
+  return rows[0] ? toMission(rows[0]) : undefined;
+}
+
+export async function findMissionByKey(
+  db: Queryable,
+  userId: string,
+  idempotencyKey: string,
+): Promise<StoredMission | undefined> {
+  const { rows } = await db.query<MissionRow>(
+    'SELECT * FROM orchestrator.missions WHERE user_id = $1 AND idempotency_key = $2',
+    [userId, idempotencyKey],
   );
   return rows[0] ? toMission(rows[0]) : undefined;
 }

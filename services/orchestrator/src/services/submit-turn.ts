@@ -65,6 +65,9 @@ export async function queueTurn(
       role: 'user',
       content: request.message,
       idempotencyKey: `turn:${request.turnId}:user`,
+      // A schedule's prompt is stored as the user's message, as typed text is: the mark lets
+      // clients show it as the schedule's.
+      ...(request.scheduleId ? { metadata: { scheduleId: request.scheduleId } } : {}),
     })
     .catch(async (error: unknown) => {
       if (isNothingStored(error, isNew)) await deleteSubmission(deps.pool, request.turnId);

@@ -19,6 +19,15 @@ export type CronSpec = {
   isDayMatchAnd: boolean;
 };
 
+// Vixie cron's day rule: month must match, and then day of month and day of week both (when either
+// field starts with '*') or either one (when both are restricted).
+export function isDayMatching(spec: CronSpec, year: number, month: number, day: number): boolean {
+  if (!spec.months.has(month)) return false;
+  const isDomMatch = spec.daysOfMonth.has(day);
+  const isDowMatch = spec.daysOfWeek.has(new Date(Date.UTC(year, month - 1, day)).getUTCDay());
+  return spec.isDayMatchAnd ? isDomMatch && isDowMatch : isDomMatch || isDowMatch;
+}
+
 type FieldName = 'minute' | 'hour' | 'day-of-month' | 'month' | 'day-of-week';
 
 const FIELDS: readonly { name: FieldName; range: string; names?: readonly string[] }[] = [
@@ -51,7 +60,7 @@ const MONTH_NAMES = [
 // The longest month of each number in any year (February 29 in leap years).
 const MAX_DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-export class CronError extends Error {}
+class CronError extends Error {}
 
 type Parts = [minute: string, hour: string, dayOfMonth: string, month: string, dayOfWeek: string];
 type FieldValues = readonly (number | string)[];

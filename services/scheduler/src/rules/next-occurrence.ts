@@ -1,6 +1,10 @@
 import { Temporal } from 'temporal-polyfill';
-import { type CronSpec, parseCron } from './cron-spec';
+import { type CronSpec, isDayMatching, parseCron } from './cron-spec';
 
+// temporal-polyfill (FullCalendar's) rather than @js-temporal/polyfill: a third of the size
+// (19 kB against 52 kB min+gzip), no JSBI dependency, released monthly and tracking the current
+// spec; it uses the native Temporal where the runtime has one. Both read zone data from Intl.
+//
 // Wall times are handled as "local epoch" milliseconds: the wall-clock reading taken as if it were
 // UTC, so plain Date.UTC arithmetic walks the civil calendar. Only the zone's offsets need Temporal.
 
@@ -21,7 +25,7 @@ const SETTLE_MARGIN = 2 * DAY;
 const MAX_CACHED_RULES = 10_000;
 const cronCache = new Map<string, CronSpec>();
 
-function compileCron(cron: string): CronSpec {
+export function compileCron(cron: string): CronSpec {
   let spec = cronCache.get(cron);
   if (spec) return spec;
   spec = parseCron(cron);
@@ -169,7 +173,7 @@ function settledSegmentAt(timeZone: string, epochMs: number): Segment | undefine
 // The first wall time (local epoch ms, whole minutes) matching the rule strictly after
 // `afterWall` and at most `limitWall`. Pure calendar arithmetic: months outside the rule are
 // skipped whole, so sparse rules (February 29) take a few hundred steps at most.
-export function nextMatchingWall(
+function nextMatchingWall(
   spec: CronSpec,
   afterWall: number,
   limitWall: number,
@@ -215,14 +219,6 @@ function firstTimeFrom(spec: CronSpec, hour: number, minute: number) {
   return undefined;
 }
 
-export function isDayMatching(spec: CronSpec, year: number, month: number, day: number): boolean {
-  const isDomMatch = spec.daysOfMonth.has(day);
-  const isDowMatch = spec.daysOfWeek.has(new Date(Date.UTC(year, month - 1, day)).getUTCDay());
-  return spec.isDayMatchAnd ? isDomMatch && isDowMatch : isDomMatch || isDowMatch;
-}
-
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
-
-export { compileCron };

@@ -1,4 +1,4 @@
-import type { CronSpec } from './cron-spec';
+import { type CronSpec, isDayMatching } from './cron-spec';
 import { compileCron } from './next-occurrence';
 import type { Rule } from './rule';
 
@@ -48,12 +48,9 @@ function shortestDayGap(spec: CronSpec): number {
   let previous: number | undefined;
   for (let index = 0; index < CYCLE_DAYS && shortest > 1; index++) {
     const date = new Date(CYCLE_START + index * 86_400_000);
-    const isMatch =
-      spec.months.has(date.getUTCMonth() + 1) &&
-      (spec.isDayMatchAnd
-        ? spec.daysOfMonth.has(date.getUTCDate()) && spec.daysOfWeek.has(date.getUTCDay())
-        : spec.daysOfMonth.has(date.getUTCDate()) || spec.daysOfWeek.has(date.getUTCDay()));
-    if (!isMatch) continue;
+    if (!isDayMatching(spec, date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate())) {
+      continue;
+    }
     if (previous !== undefined) shortest = Math.min(shortest, index - previous);
     previous = index;
   }

@@ -2,4 +2,5 @@ export * from './bus';
 export * from './bus-error';
 export { describeZodError } from './codec';
 export * from './event-stream';
+export * from './user-events';
 export * from './work-queue';

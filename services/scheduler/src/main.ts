@@ -1,6 +1,8 @@
+import { ensureUserEventStream } from '@jarvis/bus';
 import { bootService } from '@jarvis/service-kit';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
+import { startEngine } from './services/engine';
 
 const env = loadEnv();
 
@@ -15,7 +17,34 @@ await bootService(
       migrations: new URL('../migrations', import.meta.url),
     },
   },
-  ({ bus, pool }) => {
-    registerHandlers(bus, pool);
+  async ({ bus, pool, logger }) => {
+    // Before the first delivery publishes a schedule_fired event to it.
+    await ensureUserEventStream(bus);
+    registerHandlers({
+      bus,
+      pool,
+      limits: {
+        maxSchedulesPerUser: env.SCHEDULER_MAX_SCHEDULES_PER_USER,
+        agentRunsPerDay: env.SCHEDULER_AGENT_RUNS_PER_DAY,
+        agentMinIntervalMinutes: env.SCHEDULER_AGENT_MIN_INTERVAL_MINUTES,
+        reminderGraceMinutes: env.SCHEDULER_REMINDER_GRACE_MINUTES,
+        agentGraceMinutes: env.SCHEDULER_AGENT_GRACE_MINUTES,
+        missedMaxRuns: env.SCHEDULER_MISSED_MAX_RUNS,
+      },
+    });
+    // Started once the bus and the migrated pool are there: its first tick is the catch-up.
+    const engine = startEngine(
+      { bus, pool, logger },
+      {
+        leaseMs: env.SCHEDULER_LEASE_MS,
+        concurrency: env.SCHEDULER_DELIVERY_CONCURRENCY,
+        maxSleepMs: env.SCHEDULER_MAX_SLEEP_MS,
+        missedAfterMs: env.SCHEDULER_MISSED_AFTER_MS,
+        catchUpSpreadMs: env.SCHEDULER_CATCH_UP_SPREAD_MS,
+        agentRunsPerDay: env.SCHEDULER_AGENT_RUNS_PER_DAY,
+      },
+    );
+    // Deliveries in hand finish (and what has not started is released) before the bus closes.
+    return { stop: () => engine.stop() };
   },
 );

@@ -1,0 +1,191 @@
+import { type Bus, BusError, publishUserEvent } from '@jarvis/bus';
+import { memoryAppend, orchestratorMissionsCreate, turnSubmit } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import type { Logger } from '@jarvis/telemetry';
+import { v5 as uuidv5 } from 'uuid';
+import {
+  finishRun,
+  postponeRun,
+  type RunOutcome,
+  type RunRecord,
+} from '../repositories/runs-repository';
+import type { ScheduleRecord } from '../repositories/schedules-repository';
+import { dueAt, toScheduleRun } from './schedule-views';
+
+// The one way an occurrence takes effect: its action, then the user's event, then the run marked
+// fired. Each step is keyed by the run, so a delivery repeated after a crash anywhere in it (a
+// lease taken over) has exactly one effect: memory keeps one message per idempotency key, the
+// orchestrator one turn per turn id and one mission per key, and the event stream one event per
+// message id. Notifications will hook in here, after the action.
+
+export type DeliveryDeps = { bus: Bus; pool: Pool; logger: Logger };
+
+// Names prompt turns' ids (UUID version 5) after their run: any fixed UUID serves, and changing
+// it would give a run delivered again across an upgrade a second turn.
+const TURN_ID_NAMESPACE = '0b7f4c52-3f8e-4d0a-9c61-2e5a7d9b8f13';
+
+// Tries within one delivery, for a service that is restarting; past them the run waits for its
+// lease to end and any replica tries again, until the schedule's grace window is over.
+const RETRY_DELAYS_MS = [250, 1_000];
+const POSTPONE_BASE_MS = 5_000;
+const POSTPONE_MAX_MS = 5 * 60_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+
+type Produced = {
+  conversationId: string;
+  messageId?: string;
+  runId?: string;
+  missionId?: string;
+};
+
+export function idempotencyKeyOf(run: Pick<RunRecord, 'id'>): string {
+  return `schedule-run:${run.id}`;
+}
+
+async function performAction(
+  bus: Bus,
+  schedule: ScheduleRecord,
+  run: RunRecord,
+): Promise<Produced> {
+  const key = idempotencyKeyOf(run);
+  const conversationId = schedule.conversationId ?? undefined;
+  const options = { timeoutMs: REQUEST_TIMEOUT_MS };
+  const { action } = schedule;
+  if (action.type === 'remind') {
+    const stored = await bus.request(
+      memoryAppend,
+      {
+        userId: schedule.userId,
+        conversationId,
+        role: 'assistant',
+        content: action.text,
+        idempotencyKey: key,
+        metadata: { scheduleId: schedule.id, scheduleRunId: run.id },
+      },
+      options,
+    );
+    return { conversationId: stored.message.conversationId, messageId: stored.message.id };
+  }
+  if (action.type === 'prompt') {
+    const turn = await bus.request(
+      turnSubmit,
+      {
+        userId: schedule.userId,
+        conversationId,
+        message: action.instruction,
+        turnId: uuidv5(key, TURN_ID_NAMESPACE),
+        idempotencyKey: key,
+        timeZone: schedule.timeZone,
+        scheduleId: schedule.id,
+      },
+      options,
+    );
+    return { conversationId: turn.conversationId, runId: turn.runId };
+  }
+  const { mission } = await bus.request(
+    orchestratorMissionsCreate,
+    {
+      userId: schedule.userId,
+      objective: action.objective,
+      tasks: action.tasks,
+      conversationId,
+      createdBy: 'schedule',
+      idempotencyKey: key,
+    },
+    options,
+  );
+  return { conversationId: mission.conversationId, missionId: mission.id };
+}
+
+function isTransient(error: unknown): boolean {
+  return error instanceof BusError && (error.code === 'unavailable' || error.code === 'timeout');
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+async function performWithRetries(
+  bus: Bus,
+  schedule: ScheduleRecord,
+  run: RunRecord,
+  signal: AbortSignal,
+): Promise<Produced> {
+  for (const delayMs of RETRY_DELAYS_MS) {
+    try {
+      return await performAction(bus, schedule, run);
+    } catch (error) {
+      if (!isTransient(error) || signal.aborted) throw error;
+      await sleep(delayMs, signal);
+    }
+  }
+  return performAction(bus, schedule, run);
+}
+
+// Delivers one claimed run. `signal` ends retries when the process stops: the run is then left
+// to its lease.
+export async function deliver(
+  deps: DeliveryDeps,
+  run: RunRecord,
+  schedule: ScheduleRecord,
+  signal: AbortSignal,
+): Promise<void> {
+  let produced: Produced;
+  try {
+    produced = await performWithRetries(deps.bus, schedule, run, signal);
+  } catch (error) {
+    const now = new Date();
+    const graceEnds = run.scheduledFor.getTime() + schedule.graceMinutes * 60_000;
+    if (isTransient(error) && (signal.aborted || now.getTime() < graceEnds)) {
+      // Stopping: another replica (or this one, restarted) may take it at once.
+      const waitMs = signal.aborted
+        ? 0
+        : Math.min(POSTPONE_BASE_MS * 2 ** (run.attempts - 1), POSTPONE_MAX_MS);
+      deps.logger.warn({ err: error, runId: run.id, waitMs }, 'delivery postponed');
+      await postponeRun(deps.pool, run.id, new Date(now.getTime() + waitMs));
+      return;
+    }
+    const reason = error instanceof BusError ? `${error.code}: ${error.message}` : 'internal error';
+    deps.logger.warn({ err: error, runId: run.id }, 'delivery failed');
+    await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+    return;
+  }
+  const finishedAt = new Date();
+  const outcome: RunOutcome = {
+    status: 'fired',
+    messageId: produced.messageId,
+    runId: produced.runId,
+    missionId: produced.missionId,
+  };
+  const fired: RunRecord = {
+    ...run,
+    status: 'fired',
+    finishedAt,
+    messageId: produced.messageId ?? null,
+    runId: produced.runId ?? null,
+    missionId: produced.missionId ?? null,
+  };
+  // Before the run is marked fired: a crash in between delivers again, and the event's message
+  // id keeps the stream from holding it twice.
+  await publishUserEvent(deps.bus, schedule.userId, idempotencyKeyOf(run), {
+    type: 'schedule_fired',
+    occurredAt: finishedAt.toISOString(),
+    schedule: {
+      id: schedule.id,
+      name: schedule.name,
+      kind: schedule.kind,
+      actionType: schedule.action.type,
+      nextRunAt: schedule.status === 'ended' ? null : (dueAt(schedule)?.toISOString() ?? null),
+    },
+    run: toScheduleRun(fired),
+    conversationId: produced.conversationId,
+    ...(schedule.action.type === 'remind' ? { text: schedule.action.text } : {}),
+  });
+  await finishRun(deps.pool, run.id, outcome, finishedAt);
+}

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '@jarvis/bus';
+import {
+  type MissionStatus,
+  orchestratorMissionsGet,
+  orchestratorRunsGet,
+  type RunStatus,
+  schedulesChanged,
+} from '@jarvis/contracts';
+import { type PoolClient, withTransaction } from '@jarvis/db';
+import {
+  countAgentRunsSince,
+  findLatestStartedRuns,
+  insertRuns,
+  type NewRun,
+  postponeRun,
+  type RunRecord,
+  takeOverExpiredRuns,
+} from '../repositories/runs-repository';
+import {
+  advanceSchedules,
+  findNextWake,
+  findSchedulesByIds,
+  lockDueSchedules,
+  lockUsersAgentWork,
+  type ScheduleAdvance,
+  type ScheduleRecord,
+} from '../repositories/schedules-repository';
+import { type DeliveryDeps, deliver } from './deliver';
+import { DeliveryQueue } from './delivery-queue';
+import { planClaim } from './plan-claim';
+import { isAgentWork } from './schedule-service';
+
+// The engine: sleeps until the earliest due time (or a lease's end), claims what is due in
+// transactions that lock the schedules with SKIP LOCKED, writes a run per occurrence before its
+// action starts, and delivers the runs it claimed. Any number of replicas can run it on one
+// database: a claim takes each occurrence once, and a run whose process died is taken over when
+// its lease ends and delivered again under the same idempotency key.
+
+export type EngineSettings = {
+  leaseMs: number;
+  concurrency: number;
+  maxSleepMs: number;
+  missedAfterMs: number;
+  catchUpSpreadMs: number;
+  agentRunsPerDay: number;
+};
+
+export type Engine = { stop(): Promise<void> };
+
+type Claimed = { run: RunRecord; schedule: ScheduleRecord };
+
+// Schedules locked per claim transaction, and runs taken over per statement.
+const CLAIM_BATCH = 200;
+const DAY_MS = 24 * 3600_000;
+// After a failed look at the database (Postgres restarting, say).
+const RETRY_AFTER_ERROR_MS = 2_000;
+const ORCHESTRATOR_TIMEOUT_MS = 2_000;
+const ACTIVE_RUN: ReadonlySet<RunStatus> = new Set(['queued', 'running', 'waiting_approval']);
+const ACTIVE_MISSION: ReadonlySet<MissionStatus> = new Set(['planning', 'running', 'reporting']);
+
+// Whether the turn or mission a schedule's previous run started is still going. Unknown (the
+// orchestrator unreachable, the run forgotten) counts as ended: an outage must not silently
+// skip work that may well run.
+async function isStillGoing(bus: Bus, run: RunRecord): Promise<boolean> {
+  // Its delivery has not finished (it may be waiting for the orchestrator to come back).
+  if (run.status === 'running') return true;
+  const options = { timeoutMs: ORCHESTRATOR_TIMEOUT_MS };
+  try {
+    if (run.runId) {
+      const found = await bus.request(
+        orchestratorRunsGet,
+        { userId: run.userId, id: run.runId },
+        options,
+      );
+      return ACTIVE_RUN.has(found.run.status);
+    }
+    if (run.missionId) {
+      const found = await bus.request(
+        orchestratorMissionsGet,
+        { userId: run.userId, id: run.missionId },
+        options,
+      );
+      return ACTIVE_MISSION.has(found.mission.status);
+    }
+  } catch (error) {
+    bus.logger.warn({ err: error, scheduleRunId: run.id }, 'could not tell if a run still goes');
+  }
+  return false;
+}
+
+async function findBusySchedules(
+  bus: Bus,
+  client: PoolClient,
+  schedules: ScheduleRecord[],
+): Promise<Set<string>> {
+  const latest = await findLatestStartedRuns(
+    client,
+    schedules.map((schedule) => schedule.id),
+  );
+  const going = await Promise.all(latest.map((run) => isStillGoing(bus, run)));
+  return new Set(latest.filter((_, index) => going[index]).map((run) => run.scheduleId));
+}
+
+// One claim: the due schedules of this moment (at most a batch), locked; their occurrences
+// planned and written; their cursors moved on. Returns how many schedules it locked and the runs
+// to deliver.
+async function claimDue(
+  deps: DeliveryDeps,
+  settings: EngineSettings,
+  now: Date,
+): Promise<{ locked: number; claimed: Claimed[] }> {
+  return withTransaction(deps.pool, async (client) => {
+    const schedules = await lockDueSchedules(client, now, CLAIM_BATCH);
+    if (schedules.length === 0) return { locked: 0, claimed: [] };
+    const agentWork = schedules.filter(isAgentWork);
+    const busy = await findBusySchedules(deps.bus, client, agentWork);
+    const users = [...new Set(agentWork.map((schedule) => schedule.userId))];
+    // The daily cap holds across replicas claiming one user's schedules at once.
+    await lockUsersAgentWork(client, users);
+    const started = await countAgentRunsSince(client, users, new Date(now.getTime() - DAY_MS));
+    const budgets = new Map(
+      users.map((user) => [
+        user,
+        { remaining: settings.agentRunsPerDay - (started.get(user) ?? 0) },
+      ]),
+    );
+    const runs: NewRun[] = [];
+    const advances: Array<ScheduleAdvance & { id: string }> = [];
+    const advanced = new Map<string, ScheduleRecord>();
+    for (const schedule of schedules) {
+      const plan = planClaim(schedule, {
+        now,
+        missedAfterMs: settings.missedAfterMs,
+        isPreviousRunActive: busy.has(schedule.id),
+        agentBudget: isAgentWork(schedule) ? budgets.get(schedule.userId) : undefined,
+      });
+      for (const run of plan.runs) {
+        runs.push({ id: randomUUID(), scheduleId: schedule.id, userId: schedule.userId, ...run });
+      }
+      advances.push({ id: schedule.id, ...plan.advance });
+      advanced.set(schedule.id, { ...schedule, ...plan.advance });
+    }
+    const inserted = await insertRuns(client, runs, now, leaseEnd(settings, now));
+    await advanceSchedules(client, advances);
+    const claimed = inserted.flatMap((run) => {
+      const schedule = advanced.get(run.scheduleId);
+      return run.status === 'running' && schedule ? [{ run, schedule }] : [];
+    });
+    return { locked: schedules.length, claimed };
+  });
+}
+
+// Catch-up deliveries wait up to the spread before they start: the lease covers that too.
+function leaseEnd(settings: EngineSettings, now: Date): Date {
+  return new Date(now.getTime() + settings.leaseMs + settings.catchUpSpreadMs);
+}
+
+export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engine {
+  const startedAt = Date.now();
+  const stopping = new AbortController();
+  const queue = new DeliveryQueue<Claimed>(
+    settings.concurrency,
+    ({ run, schedule }) => deliver(deps, run, schedule, stopping.signal),
+    deps.logger,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  let plannedAt = Number.POSITIVE_INFINITY;
+  let isTicking = false;
+  let isTickAgain = false;
+  let ticking: Promise<void> = Promise.resolve();
+
+  // Runs due before this process started are catch-up: spread over the window, in order.
+  const enqueue = (claimed: Claimed[]) => {
+    const catchUp = claimed.filter(({ run }) => run.scheduledFor.getTime() < startedAt);
+    catchUp.forEach((entry, index) => {
+      const delayMs = (settings.catchUpSpreadMs * index) / catchUp.length;
+      queue.push({ id: entry.run.id, item: entry }, delayMs);
+    });
+    for (const entry of claimed) {
+      if (entry.run.scheduledFor.getTime() >= startedAt) {
+        queue.push({ id: entry.run.id, item: entry });
+      }
+    }
+  };
+
+  const takeOver = async (now: Date) => {
+    for (;;) {
+      const taken = (
+        await takeOverExpiredRuns(deps.pool, now, leaseEnd(settings, now), CLAIM_BATCH)
+      ).filter((run) => !queue.has(run.id));
+      const schedules = await findSchedulesByIds(
+        deps.pool,
+        taken.map((run) => run.scheduleId),
+      );
+      enqueue(
+        taken.flatMap((run) => {
+          const schedule = schedules.get(run.scheduleId);
+          return schedule ? [{ run, schedule }] : [];
+        }),
+      );
+      if (taken.length < CLAIM_BATCH) return;
+    }
+  };
+
+  const tick = async () => {
+    const now = new Date();
+    await takeOver(now);
+    for (;;) {
+      await queue.waitBelow(CLAIM_BATCH);
+      if (stopping.signal.aborted) return;
+      const { locked, claimed } = await claimDue(deps, settings, now);
+      enqueue(claimed);
+      if (locked < CLAIM_BATCH) return;
+    }
+  };
+
+  const wakeAt = (at: number) => {
+    if (stopping.signal.aborted || at >= plannedAt) return;
+    clearTimeout(timer);
+    plannedAt = at;
+    timer = setTimeout(onTimer, Math.max(0, at - Date.now()));
+  };
+
+  const runTicks = async () => {
+    try {
+      do {
+        isTickAgain = false;
+        await tick();
+      } while (isTickAgain && !stopping.signal.aborted);
+      const next = await findNextWake(deps.pool);
+      const nextAt = next?.getTime() ?? Number.POSITIVE_INFINITY;
+      // A wake-up that came while the next time was read may be for a change it did not see.
+      wakeAt(isTickAgain ? Date.now() : Math.min(nextAt, Date.now() + settings.maxSleepMs));
+    } catch (error) {
+      deps.logger.error({ err: error }, 'scheduler tick failed');
+      wakeAt(Date.now() + RETRY_AFTER_ERROR_MS);
+    }
+  };
+
+  function onTimer() {
+    timer = undefined;
+    plannedAt = Number.POSITIVE_INFINITY;
+    // A wake-up during a tick asks for another tick right after it.
+    if (isTicking) {
+      isTickAgain = true;
+      return;
+    }
+    isTicking = true;
+    ticking = runTicks().finally(() => {
+      isTicking = false;
+    });
+  }
+
+  // Published after a change commits, so the next tick's claim sees it.
+  const subscription = deps.bus.subscribe(
+    schedulesChanged.subject,
+    schedulesChanged.payload,
+    ({ nextRunAt }) => {
+      if (nextRunAt) wakeAt(Date.parse(nextRunAt));
+    },
+  );
+  // The first tick is the catch-up of what came due while no scheduler ran.
+  wakeAt(Date.now());
+
+  return {
+    async stop() {
+      stopping.abort();
+      subscription.unsubscribe();
+      clearTimeout(timer);
+      await ticking;
+      const left = await queue.stop();
+      // What was claimed but not started is free for another replica at once, instead of at the
+      // end of its lease.
+      const now = new Date();
+      await Promise.all(left.map(({ id }) => postponeRun(deps.pool, id, now)));
+    },
+  };
+}

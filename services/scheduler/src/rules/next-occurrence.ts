@@ -78,8 +78,8 @@ export function nextCronOccurrence(
   return undefined;
 }
 
-// Offsets in use have stayed within ±15 h (LMT included); a wall time lies at most this far from
-// its instant.
+// Offsets have stayed within ±16 h, local mean times of the 1800s included; a wall time lies at
+// most this far from its instant.
 const MAX_OFFSET = 16 * HOUR;
 
 // The earliest occurrence in (from, to], resolving each candidate wall time with Temporal.
@@ -138,7 +138,9 @@ type Segment = {
 };
 
 // One segment per zone: the engine's calls mostly fall in the segment of the previous call, and
-// resolving a zone through the polyfill costs tens of microseconds. Zones are a bounded set.
+// resolving a zone through the polyfill costs tens of microseconds. Bounded like the rules: a
+// zone may also be a fixed offset ("+05:30"), of which there are many.
+const MAX_CACHED_ZONES = 1_000;
 const segmentCache = new Map<string, Segment>();
 
 // The offset segment around `epochMs` when wall times map to instants by plain subtraction there,
@@ -165,7 +167,7 @@ function settledSegmentAt(timeZone: string, epochMs: number): Segment | undefine
     settledFrom = start.epochMilliseconds + (isPreviousShort ? SETTLE_MARGIN : swing);
   }
   const segment = { offset, settledFrom, end };
-  if (segmentCache.size >= MAX_CACHED_RULES) segmentCache.clear();
+  if (segmentCache.size >= MAX_CACHED_ZONES) segmentCache.clear();
   segmentCache.set(timeZone, segment);
   return epochMs >= settledFrom ? segment : undefined;
 }

@@ -17,6 +17,7 @@ import { ensureUserEventStream } from './services/user-events';
 import { createMemoryTools } from './tools/memory-tools';
 import { createMissionTool } from './tools/mission-tool';
 import { startRemoteTools } from './tools/remote-tools';
+import { createScheduleTools } from './tools/schedule-tools';
 
 const env = loadEnv();
 
@@ -88,7 +89,8 @@ await bootService(
       turnOutputTokenCap: env.TURN_OUTPUT_TOKEN_CAP,
       modelCallTimeoutMs: env.MODEL_CALL_TIMEOUT_MS,
     };
-    // A mission's tasks get the turn's tools but not start_mission: a mission starts no other.
+    // A mission's tasks get the turn's tools but not start_mission (a mission starts no other)
+    // nor the schedule tools (a task does not know the user's time zone).
     const missions: MissionDeps = {
       bus,
       pool,
@@ -113,7 +115,11 @@ await bootService(
         logger,
         historyLimit: env.HISTORY_LIMIT,
         contextTokenBudget: env.CONTEXT_TOKEN_BUDGET,
-        tools: remoteTools.withBuiltIn([...memoryTools, createMissionTool(missions)]),
+        tools: remoteTools.withBuiltIn([
+          ...memoryTools,
+          createMissionTool(missions),
+          ...createScheduleTools(bus, env.APPROVAL_TOOLS),
+        ]),
         approvalTtlMs: env.APPROVAL_TTL_MS,
         cancellations: watchTurnCancellations(bus, redis),
         chatRoute,

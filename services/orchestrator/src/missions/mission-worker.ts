@@ -257,6 +257,7 @@ async function workOnTask(
         userId: task.userId,
         conversationId: mission.conversationId,
         userMessageId: undefined,
+        timeZone: undefined,
       },
       { prompt: taskPrompt(mission, task, tasks, memories, tools.length > 0) },
     );

@@ -17,7 +17,9 @@ export type Run = {
   replyMessageId: string | null;
   usage: Usage;
   error: ErrorInfo | null;
-  timeZone: string;
+  // The user's zone as the turn was submitted with it; undefined when the user has set none (the
+  // turn runs in UTC then, and the schedule tools say so).
+  timeZone: string | undefined;
 };
 
 type RunRow = {
@@ -51,7 +53,7 @@ function toRun(row: RunRow): Run {
       row.error_code && row.error_message
         ? { code: row.error_code, message: row.error_message }
         : null,
-    timeZone: row.time_zone ?? 'UTC',
+    timeZone: row.time_zone ?? undefined,
   };
 }
 

@@ -36,6 +36,8 @@ export type LoopRun = {
   conversationId: string;
   // The message a turn answers (a mission's task answers none).
   userMessageId: string | undefined;
+  // The user's zone, when the run knows it (a mission's task does not).
+  timeZone: string | undefined;
 };
 
 // Limits the run shares with others (a mission's caps, its cancellation): asked before each
@@ -359,6 +361,7 @@ async function callTool(
     conversationId: run.conversationId,
     runId: run.id,
     userMessageId: run.userMessageId,
+    timeZone: run.timeZone,
     timeoutMs,
   };
   let content: string;

@@ -258,7 +258,12 @@ async function answer(
   expected: Promise<RoutedModel | undefined>,
 ): Promise<Finished> {
   const recallStarted = new Date();
-  const budget = await planContextBudget(deps, await expected, recallStarted, run.timeZone);
+  const budget = await planContextBudget(
+    deps,
+    await expected,
+    recallStarted,
+    run.timeZone ?? 'UTC',
+  );
   const recall = await deps.bus.request(memoryRecall, {
     userId: run.userId,
     conversationId: run.conversationId,

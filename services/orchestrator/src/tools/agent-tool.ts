@@ -8,6 +8,8 @@ export type ToolContext = {
   // The message that started the turn: provenance of what the tools store (a mission's task
   // answers no message).
   userMessageId: string | undefined;
+  // The user's IANA zone; undefined when they have set none (times are UTC then).
+  timeZone: string | undefined;
   timeoutMs: number;
 };
 

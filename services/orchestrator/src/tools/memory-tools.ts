@@ -25,7 +25,14 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
 ): (bus: Bus) => AgentTool {
   const hidden = Object.fromEntries(
     Object.keys(
-      filled({ userId: '', conversationId: '', runId: '', userMessageId: '', timeoutMs: 0 }),
+      filled({
+        userId: '',
+        conversationId: '',
+        runId: '',
+        userMessageId: '',
+        timeZone: undefined,
+        timeoutMs: 0,
+      }),
     ).map((key) => [key, true as const]),
   );
   const args = contract.request.omit(hidden);

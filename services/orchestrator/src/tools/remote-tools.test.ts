@@ -101,6 +101,7 @@ const context: ToolContext = {
   conversationId: randomUUID(),
   runId: randomUUID(),
   userMessageId: randomUUID(),
+  timeZone: undefined,
   timeoutMs: 2_000,
 };
 

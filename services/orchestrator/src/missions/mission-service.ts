@@ -263,7 +263,7 @@ export async function advanceMission(deps: MissionDeps, userId: string, missionI
   for (const item of work) await queueWork(deps.bus, item);
 }
 
-export async function queueWork(bus: Bus, work: MissionWork): Promise<void> {
+async function queueWork(bus: Bus, work: MissionWork): Promise<void> {
   const key = work.step === 'task' ? `task:${work.taskId}` : work.step;
   await publishWork(bus, missionWork, work, `mission:${work.missionId}:${key}`);
 }

@@ -242,11 +242,24 @@ export async function deleteSchedule(db: Queryable, userId: string, id: string):
   return (rowCount ?? 0) > 0;
 }
 
-// A user's schedules that have not ended: the per-user limit, and the daily cap of agent work,
-// add up over these.
-export async function listLiveSchedules(db: Queryable, userId: string): Promise<ScheduleRecord[]> {
+// A user's schedules that have not ended: the per-user limit counts these.
+export async function countLiveSchedules(db: Queryable, userId: string): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM scheduler.schedules
+      WHERE user_id = $1 AND status <> 'ended'`,
+    [userId],
+  );
+  return rows[0]?.count ?? 0;
+}
+
+// A user's agent work (prompt, mission) that has not ended: the daily cap adds up over these.
+export async function listLiveAgentSchedules(
+  db: Queryable,
+  userId: string,
+): Promise<ScheduleRecord[]> {
   const { rows } = await db.query<ScheduleRow>(
-    `SELECT ${COLUMNS} FROM scheduler.schedules WHERE user_id = $1 AND status <> 'ended'`,
+    `SELECT ${COLUMNS} FROM scheduler.schedules
+      WHERE user_id = $1 AND status <> 'ended' AND action->>'type' IN ('prompt', 'mission')`,
     [userId],
   );
   return rows.map(toRecord);

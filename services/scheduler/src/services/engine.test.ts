@@ -294,17 +294,23 @@ describe('the engine', () => {
     const appends = countAppends();
     try {
       const users = [randomUUID(), randomUUID(), randomUUID()];
-      const start = Date.now() + 2_000;
-      const made = await Promise.all(
-        Array.from({ length: 300 }, (_, index) => {
-          const userId = users[index % users.length] ?? '';
-          return create(userId, {
-            kind: 'once',
-            at: new Date(start + (index % 100) * 15).toISOString(),
-            action: { type: 'remind', text: `reminder ${index}` },
-          }).then((schedule) => ({ userId, schedule }));
-        }),
-      );
+      const start = Date.now() + 6_000;
+      const made: string[] = [];
+      // 25 at a time: the test's pool has 4 connections.
+      for (let batch = 0; batch < 300; batch += 25) {
+        const ids = await Promise.all(
+          Array.from({ length: 25 }, async (_, offset) => {
+            const index = batch + offset;
+            const schedule = await create(users[index % users.length] ?? '', {
+              kind: 'once',
+              at: new Date(start + (index % 100) * 15).toISOString(),
+              action: { type: 'remind', text: `reminder ${index}` },
+            });
+            return schedule.id;
+          }),
+        );
+        made.push(...ids);
+      }
 
       await waitFor(
         async () =>

@@ -13,10 +13,11 @@ import { type Pool, withTransaction } from '@jarvis/db';
 import type { z } from 'zod';
 import { hasFiredRun, listRuns, type RunRecord } from '../repositories/runs-repository';
 import {
+  countLiveSchedules,
   deleteSchedule,
   findSchedule,
   insertSchedule,
-  listLiveSchedules,
+  listLiveAgentSchedules,
   listSchedules,
   lockUserSchedules,
   type ScheduleRecord,
@@ -115,6 +116,7 @@ function peakOnceRunsPerDay(instants: Date[]): number {
 // and a daily cap over all of a user's schedules bound it, on top of the model budgets.
 function checkAgentLimits(
   schedule: ScheduleRecord,
+  // The user's live agent work, this schedule's stored version among it when it exists.
   others: ScheduleRecord[],
   limits: ScheduleLimits,
 ): void {
@@ -133,9 +135,7 @@ function checkAgentLimits(
         `at most ${limits.agentRunsPerDay} times a day`,
     );
   }
-  const agentWork = [...others.filter((other) => other.id !== schedule.id), schedule].filter(
-    (other) => isAgentWork(other) && other.status !== 'ended',
-  );
+  const agentWork = [...others.filter((other) => other.id !== schedule.id), schedule];
   const onceAt = agentWork.flatMap((other) => (other.rule.kind === 'once' ? [other.rule.at] : []));
   const recurring = agentWork
     .filter((other) => other.rule.kind !== 'once')
@@ -149,8 +149,8 @@ function checkAgentLimits(
   }
 }
 
-function checkScheduleCount(live: ScheduleRecord[], limits: ScheduleLimits): void {
-  if (live.length >= limits.maxSchedulesPerUser) {
+function checkScheduleCount(live: number, limits: ScheduleLimits): void {
+  if (live >= limits.maxSchedulesPerUser) {
     throw badRequest(
       `schedules: at most ${limits.maxSchedulesPerUser} active or paused per user; delete some`,
     );
@@ -229,9 +229,10 @@ export async function createSchedule(
   if (!schedule.nextRunAt) throw badRequest(explainNoOccurrence(schedule, now));
   await withTransaction(deps.pool, async (client) => {
     await lockUserSchedules(client, schedule.userId);
-    const live = await listLiveSchedules(client, schedule.userId);
-    checkScheduleCount(live, limits);
-    if (isAgentWork(schedule)) checkAgentLimits(schedule, live, limits);
+    checkScheduleCount(await countLiveSchedules(client, schedule.userId), limits);
+    if (isAgentWork(schedule)) {
+      checkAgentLimits(schedule, await listLiveAgentSchedules(client, schedule.userId), limits);
+    }
     await insertSchedule(client, schedule);
   });
   announceChange(deps.bus, schedule);
@@ -311,14 +312,14 @@ export async function updateSchedule(
       next.status = 'ended';
     }
     if (current.status === 'ended' && next.status !== 'ended') {
-      checkScheduleCount(await listLiveSchedules(client, request.userId), deps.limits);
+      checkScheduleCount(await countLiveSchedules(client, request.userId), deps.limits);
     }
     const isAgentChange =
       isAgentWork(next) &&
       next.status !== 'ended' &&
       (isRuleChanged || isResumed || isBoundChanged || !isAgentWork(current));
     if (isAgentChange) {
-      checkAgentLimits(next, await listLiveSchedules(client, request.userId), deps.limits);
+      checkAgentLimits(next, await listLiveAgentSchedules(client, request.userId), deps.limits);
     }
     await saveSchedule(client, next);
     return next;

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
+import {
+  type HistoryMessage,
+  memoryAppend,
+  memoryConversationsList,
+  memoryMessagesList,
+  schedulerSchedulesCreate,
+} from '@jarvis/contracts';
+import {
+  NATS_URL,
+  REDIS_URL,
+  Stack,
+  startTestDatabase,
+  type TestDatabase,
+  uniqueNamespace,
+  waitFor,
+} from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The scheduler as it runs in production, as a process (two, for replicas), killed with SIGKILL
+// while reminders fall due: each must reach its conversation exactly once.
+
+let db: TestDatabase;
+let bus: Bus;
+// Memory and the first scheduler replica; the second replica has a stack of its own.
+let stack: Stack;
+let replica: Stack | undefined;
+
+const SCHEDULER_ENV = {
+  // A killed process' claims are taken over this long (plus the spread) after it made them.
+  SCHEDULER_LEASE_MS: '3000',
+  SCHEDULER_CATCH_UP_SPREAD_MS: '1000',
+};
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  const env = {
+    NATS_URL,
+    REDIS_URL,
+    NATS_NAMESPACE: uniqueNamespace('scheduler-kill'),
+    LOG_LEVEL: 'warn',
+    ...SCHEDULER_ENV,
+  };
+  stack = new Stack({ services: ['memory', 'scheduler'], databaseUrl: db.url, env });
+  replica = new Stack({ services: ['scheduler'], databaseUrl: db.url, env });
+  await stack.start();
+  bus = await connectTestBus(env.NATS_NAMESPACE);
+}, 120_000);
+
+afterAll(async () => {
+  await bus?.close();
+  await replica?.stop();
+  await stack?.stop();
+  await db?.stop();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Reminders for `users`, `perUser` each, falling due in `bursts` bursts `everyMs` apart from
+// `firstAt`: each burst is many deliveries at once, which a kill can interrupt halfway.
+async function createReminders(
+  label: string,
+  users: string[],
+  perUser: number,
+  timing: { firstAt: number; bursts: number; everyMs: number },
+): Promise<void> {
+  const total = users.length * perUser;
+  // The earliest burst first, so that it is all made before it falls due.
+  const all = Array.from({ length: total }, (_, index) => index).sort(
+    (a, b) => (a % timing.bursts) - (b % timing.bursts),
+  );
+  // 25 requests at a time: the scheduler's pool, not the test, should set the pace.
+  for (let start = 0; start < total; start += 25) {
+    await Promise.all(
+      all.slice(start, start + 25).map((index) =>
+        bus.request(schedulerSchedulesCreate, {
+          userId: users[index % users.length] ?? '',
+          userTimeZone: 'UTC',
+          schedule: {
+            kind: 'once',
+            at: new Date(timing.firstAt + (index % timing.bursts) * timing.everyMs).toISOString(),
+            action: { type: 'remind', text: `${label} ${index}` },
+          },
+        }),
+      ),
+    );
+  }
+}
+
+async function countRuns(users: string[], status?: string): Promise<number> {
+  const { rows } = await db.pool.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM scheduler.runs
+      WHERE user_id = ANY($1) AND ($2::text IS NULL OR status = $2)`,
+    [users, status ?? null],
+  );
+  return rows[0]?.count ?? 0;
+}
+
+// What each user's persistent conversation holds, as memory tells it.
+async function conversationOf(userId: string): Promise<HistoryMessage[]> {
+  const { defaultConversationId } = await bus.request(memoryConversationsList, { userId });
+  if (!defaultConversationId) return [];
+  const messages: HistoryMessage[] = [];
+  let before: number | undefined;
+  do {
+    const page = await bus.request(memoryMessagesList, {
+      userId,
+      conversationId: defaultConversationId,
+      limit: 200,
+      before,
+    });
+    messages.push(...page.messages);
+    before = page.nextBefore;
+  } while (before !== undefined);
+  return messages;
+}
+
+async function expectEachOnce(users: string[], label: string, perUser: number): Promise<void> {
+  for (const userId of users) {
+    const messages = await conversationOf(userId);
+    const texts = messages.map((message) => message.content);
+    expect(messages.every((message) => message.role === 'assistant')).toBe(true);
+    expect(texts.filter((text) => text.startsWith(label))).toHaveLength(perUser);
+    expect(new Set(texts).size).toBe(texts.length);
+  }
+}
+
+function percentile(sorted: number[], share: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))] ?? Number.NaN;
+}
+
+async function latenessMs(users: string[]): Promise<{ p50: number; p95: number; max: number }> {
+  const { rows } = await db.pool.query<{ ms: number }>(
+    `SELECT extract(epoch FROM finished_at - scheduled_for) * 1000 AS ms FROM scheduler.runs
+      WHERE user_id = ANY($1) ORDER BY 1`,
+    [users],
+  );
+  const sorted = rows.map((row) => Number(row.ms));
+  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), max: sorted.at(-1) ?? 0 };
+}
+
+describe('1,000 one-shot reminders due within a minute', () => {
+  it('are each delivered exactly once while the scheduler is killed with SIGKILL twice', async () => {
+    const users = Array.from({ length: 10 }, () => randomUUID());
+    // Ten bursts of 100, six seconds apart: the last is due 54 s after the first.
+    const timing = { firstAt: Date.now() + 8_000, bursts: 10, everyMs: 6_000 };
+    await createReminders('kill', users, 100, timing);
+    expect(await countRuns(users)).toBe(0);
+
+    const firedAtKill: number[] = [];
+    // Just after the 3rd and the 7th burst fell due: in the middle of their deliveries.
+    for (const burst of [2, 6]) {
+      const killAt = timing.firstAt + burst * timing.everyMs + 40;
+      await sleep(killAt - Date.now());
+      await stack.killService('scheduler');
+      firedAtKill.push(await countRuns(users, 'fired'));
+      await sleep(1_000);
+      await stack.startService('scheduler');
+    }
+
+    await waitFor(async () => (await countRuns(users, 'fired')) === 1_000 || undefined, {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      what: 'every reminder fired',
+    });
+    // Each kill came in the middle of the minute's deliveries.
+    for (const fired of firedAtKill) {
+      expect(fired).toBeGreaterThan(0);
+      expect(fired).toBeLessThan(1_000);
+    }
+    expect(await countRuns(users)).toBe(1_000);
+    await expectEachOnce(users, 'kill', 100);
+    const taken = await db.pool.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM scheduler.runs WHERE user_id = ANY($1) AND attempts > 1`,
+      [users],
+    );
+    console.info(
+      `kill test: fired at the kills ${firedAtKill.join(', ')}; taken over after a kill ` +
+        `${taken.rows[0]?.count}; lateness (ms) ${JSON.stringify(await latenessMs(users))}`,
+    );
+    // The kills left claimed runs behind, which the restarted process delivered.
+    expect(taken.rows[0]?.count).toBeGreaterThan(0);
+  }, 150_000);
+
+  it('are each delivered exactly once by two replicas at once', async () => {
+    await replica?.start();
+    const users = Array.from({ length: 10 }, () => randomUUID());
+    // Every append either replica sends: memory keeps one message per key, so only this tells
+    // a second delivery of a run apart from none.
+    const appends = new Map<string, number>();
+    // Each connection answers to inboxes of its own prefix: which replicas sent them.
+    const senders = new Set<string>();
+    const subscription = bus.nc.subscribe(bus.subject(memoryAppend.subject), {
+      callback: (_error, msg) => {
+        const key = String(msg.json<{ idempotencyKey?: string }>().idempotencyKey);
+        appends.set(key, (appends.get(key) ?? 0) + 1);
+        senders.add(msg.reply?.split('.').slice(0, 2).join('.') ?? '');
+      },
+    });
+    try {
+      // Five bursts of 200, five seconds apart.
+      await createReminders('replicas', users, 100, {
+        firstAt: Date.now() + 8_000,
+        bursts: 5,
+        everyMs: 5_000,
+      });
+
+      await waitFor(async () => (await countRuns(users, 'fired')) === 1_000 || undefined, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        what: 'every reminder fired',
+      });
+      const { rows } = await db.pool.query<{ id: string }>(
+        'SELECT id FROM scheduler.runs WHERE user_id = ANY($1)',
+        [users],
+      );
+      expect(rows.map((run) => appends.get(`schedule-run:${run.id}`))).toEqual(
+        Array(1_000).fill(1),
+      );
+      await expectEachOnce(users, 'replicas', 100);
+      // Both replicas did part of the work.
+      expect(senders.size).toBe(2);
+      console.info(`replicas test: lateness (ms) ${JSON.stringify(await latenessMs(users))}`);
+    } finally {
+      subscription.unsubscribe();
+    }
+  }, 150_000);
+});

@@ -106,6 +106,17 @@ describe('a backup of the whole product, restored after a wipe', () => {
     });
     expect(document.status).toBe(201);
     const documentId = String(JSON.parse(document.text).document.id);
+    const reminder = await call('POST', '/v1/schedules', {
+      kind: 'once',
+      at: new Date(Date.now() + 1_000).toISOString(),
+      action: { type: 'remind', text: 'Water the plants' },
+    });
+    expect(reminder.status).toBe(201);
+    const scheduleId = String(JSON.parse(reminder.text).schedule.id);
+    const scheduleRuns = async () => (await call('GET', `/v1/schedules/${scheduleId}/runs`)).text;
+    await waitFor(async () => (await scheduleRuns()).includes('"fired"') || undefined, {
+      what: 'the reminder fired',
+    });
     // The usage rollup follows the calls over JetStream.
     await waitFor(
       async () => JSON.parse((await call('GET', '/v1/usage')).text).days.length > 0 || undefined,
@@ -128,6 +139,8 @@ describe('a backup of the whole product, restored after a wipe', () => {
         'memory.embeddings',
         'orchestrator.runs',
         'model_gateway.usage_daily',
+        'scheduler.schedules',
+        'scheduler.runs',
       ]) {
         expect(before[table], table).toBeGreaterThan(0);
       }
@@ -166,6 +179,7 @@ describe('a backup of the whole product, restored after a wipe', () => {
     );
     expect((await call('GET', `/v1/memory/documents/${documentId}`)).text).toContain('Boat manual');
     expect((await call('GET', '/v1/usage')).text).toContain('fake-chat');
+    expect(await scheduleRuns()).toContain('"fired"');
     const search = await call('POST', '/v1/memory/search', { query: 'bilge pump' });
     expect(search.text).toContain('bilge pump');
 

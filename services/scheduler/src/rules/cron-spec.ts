@@ -17,6 +17,10 @@ export type CronSpec = {
   // Vixie cron: when either day field starts with `*`, a day must match both (the starred one
   // is usually all days); when both are restricted, either matching is enough.
   isDayMatchAnd: boolean;
+  // The hour field starts with '*' (`*`, `*/2`): a rule of every N minutes or hours, which follows
+  // elapsed time across a DST change rather than the wall clock (issue 24; next-occurrence.ts).
+  // Decided by the text, as Vixie cron decides its own DST handling: `0-23` is a wall-clock rule.
+  isElapsed: boolean;
 };
 
 // Vixie cron's day rule: month must match, and then day of month and day of week both (when either
@@ -153,6 +157,7 @@ function specOf(values: FieldValues[], parts: Parts): CronSpec {
     months: new Set(numbers(3)),
     daysOfWeek: new Set(numbers(4).map((day) => day % 7)),
     isDayMatchAnd: parts[2].startsWith('*') || parts[4].startsWith('*'),
+    isElapsed: parts[1].startsWith('*'),
   };
 }
 

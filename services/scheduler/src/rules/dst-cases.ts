@@ -1,9 +1,12 @@
 import { Temporal } from 'temporal-polyfill';
+import { compileCron } from './next-occurrence';
 import type { Rule } from './rule';
 
 // The DST table of issue 24: for each zone and each of its 2026 transitions, a daily rule at a wall
-// time inside the gap or the overlap, an hourly cron rule and a 60-minute interval, with the
-// exact instants they fire at. dst-table.test.ts checks them; print-dst-table.ts prints them.
+// time inside the gap or the overlap (wall clock), an hourly cron rule (elapsed time: it fires
+// whenever the zone's clock reads :MM, so twice in a repeated hour and never in a skipped one) and
+// a 60-minute interval, with the exact instants they fire at; Oslo also has a two-hourly rule.
+// dst-table.test.ts checks them; print-dst-table.ts prints them.
 //
 // Each line reads "<UTC instant> = <the wall clock there>". Worked out by hand from the zones'
 // rules, not from the code under test:
@@ -65,7 +68,20 @@ export const DST_CASES: DstCase[] = [
       '2026-03-29 01:30Z = Sun 29 Mar 03:30 +02:00',
       '2026-03-29 02:30Z = Sun 29 Mar 04:30 +02:00',
     ],
-    note: '02:30 moves onto 03:30: one firing, not two',
+    note: 'no 02:30 that night: every real hour',
+  },
+  {
+    zone: OSLO,
+    change: 'spring forward, 29 Mar',
+    rule: cron('0 */2 * * *', OSLO),
+    from: '2026-03-28T22:30:00Z',
+    expected: [
+      '2026-03-28 23:00Z = Sun 29 Mar 00:00 +01:00',
+      '2026-03-29 02:00Z = Sun 29 Mar 04:00 +02:00',
+      '2026-03-29 04:00Z = Sun 29 Mar 06:00 +02:00',
+      '2026-03-29 06:00Z = Sun 29 Mar 08:00 +02:00',
+    ],
+    note: 'no 02:00 that night: 3 real hours from 00:00 to 04:00',
   },
   {
     zone: OSLO,
@@ -100,10 +116,23 @@ export const DST_CASES: DstCase[] = [
     expected: [
       '2026-10-24 23:30Z = Sun 25 Oct 01:30 +02:00',
       '2026-10-25 00:30Z = Sun 25 Oct 02:30 +02:00',
+      '2026-10-25 01:30Z = Sun 25 Oct 02:30 +01:00',
       '2026-10-25 02:30Z = Sun 25 Oct 03:30 +01:00',
-      '2026-10-25 03:30Z = Sun 25 Oct 04:30 +01:00',
     ],
-    note: 'the repeated 02:30 (01:30Z) does not fire again',
+    note: 'every real hour, 02:30 twice',
+  },
+  {
+    zone: OSLO,
+    change: 'fall back, 25 Oct',
+    rule: cron('0 */2 * * *', OSLO),
+    from: '2026-10-24T21:30:00Z',
+    expected: [
+      '2026-10-24 22:00Z = Sun 25 Oct 00:00 +02:00',
+      '2026-10-25 00:00Z = Sun 25 Oct 02:00 +02:00',
+      '2026-10-25 01:00Z = Sun 25 Oct 02:00 +01:00',
+      '2026-10-25 03:00Z = Sun 25 Oct 04:00 +01:00',
+    ],
+    note: '02:00 twice, 1 real hour apart',
   },
   {
     zone: OSLO,
@@ -141,7 +170,7 @@ export const DST_CASES: DstCase[] = [
       '2026-03-08 07:30Z = Sun 8 Mar 03:30 -04:00',
       '2026-03-08 08:30Z = Sun 8 Mar 04:30 -04:00',
     ],
-    note: '02:30 moves onto 03:30: one firing, not two',
+    note: 'no 02:30 that night: every real hour',
   },
   {
     zone: NEW_YORK,
@@ -176,10 +205,10 @@ export const DST_CASES: DstCase[] = [
     expected: [
       '2026-11-01 04:30Z = Sun 1 Nov 00:30 -04:00',
       '2026-11-01 05:30Z = Sun 1 Nov 01:30 -04:00',
+      '2026-11-01 06:30Z = Sun 1 Nov 01:30 -05:00',
       '2026-11-01 07:30Z = Sun 1 Nov 02:30 -05:00',
-      '2026-11-01 08:30Z = Sun 1 Nov 03:30 -05:00',
     ],
-    note: 'the repeated 01:30 (06:30Z) does not fire again',
+    note: 'every real hour, 01:30 twice',
   },
   {
     zone: NEW_YORK,
@@ -214,10 +243,10 @@ export const DST_CASES: DstCase[] = [
     expected: [
       '2026-04-04 13:45Z = Sun 5 Apr 00:45 +11:00',
       '2026-04-04 14:45Z = Sun 5 Apr 01:45 +11:00',
+      '2026-04-04 15:15Z = Sun 5 Apr 01:45 +10:30',
       '2026-04-04 16:15Z = Sun 5 Apr 02:45 +10:30',
-      '2026-04-04 17:15Z = Sun 5 Apr 03:45 +10:30',
     ],
-    note: 'the repeated 01:45 (15:15Z) does not fire again',
+    note: '01:45 twice, 30 real minutes apart (a 30-minute shift)',
   },
   {
     zone: LORD_HOWE,
@@ -252,10 +281,10 @@ export const DST_CASES: DstCase[] = [
     expected: [
       '2026-10-03 13:45Z = Sun 4 Oct 00:15 +10:30',
       '2026-10-03 14:45Z = Sun 4 Oct 01:15 +10:30',
-      '2026-10-03 15:45Z = Sun 4 Oct 02:45 +11:00',
       '2026-10-03 16:15Z = Sun 4 Oct 03:15 +11:00',
+      '2026-10-03 17:15Z = Sun 4 Oct 04:15 +11:00',
     ],
-    note: '02:15 moves to 02:45, 30 minutes before 03:15',
+    note: 'no 02:15 that night: 90 real minutes from 01:15 to 03:15',
   },
   {
     zone: LORD_HOWE,
@@ -320,6 +349,19 @@ export const DST_CASES: DstCase[] = [
     ],
     note: '24 hours apart',
   },
+  {
+    zone: KOLKATA,
+    change: 'none (Oslo: 25 Oct)',
+    rule: cron('30 * * * *', KOLKATA),
+    from: '2026-10-24T18:30:00Z',
+    expected: [
+      '2026-10-24 19:00Z = Sun 25 Oct 00:30 +05:30',
+      '2026-10-24 20:00Z = Sun 25 Oct 01:30 +05:30',
+      '2026-10-24 21:00Z = Sun 25 Oct 02:30 +05:30',
+      '2026-10-24 22:00Z = Sun 25 Oct 03:30 +05:30',
+    ],
+    note: 'every hour',
+  },
 ];
 
 const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
@@ -334,6 +376,12 @@ export function formatOccurrence(instant: Date, timeZone: string): string {
   const time = `${String(zoned.hour).padStart(2, '0')}:${String(zoned.minute).padStart(2, '0')}`;
   const local = `${WEEKDAYS[zoned.dayOfWeek - 1]} ${zoned.day} ${MONTHS[zoned.month - 1]} ${time} ${zoned.offset}`;
   return `${utc.slice(0, 10)} ${utc.slice(11, 16)}Z = ${local}`;
+}
+
+// What the rule follows across a change, as the code decides it (issue 24's point 4).
+export function followsLabel(rule: Rule): string {
+  if (rule.kind === 'cron' && !compileCron(rule.cron).isElapsed) return 'wall clock';
+  return 'elapsed time';
 }
 
 export function ruleLabel(rule: Rule): string {

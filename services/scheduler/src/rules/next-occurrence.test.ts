@@ -2,24 +2,44 @@ import { Temporal } from 'temporal-polyfill';
 import { describe, expect, it } from 'vitest';
 import { nextCronOccurrence } from './next-occurrence';
 
-// Checks the fast search against brute force around real transitions: every matching wall time
-// of a few days resolved one by one with Temporal's 'compatible', duplicates dropped, sorted.
+// Checks the fast search against brute force around real transitions, for both semantics of
+// issue 24, every matching wall time of a few days resolved one by one with Temporal:
+// - wall clock (rules with set hours): each by 'compatible', duplicates dropped;
+// - elapsed time (the hour field starts with '*'): each instant whose reading in the zone is that
+//   wall time, which a fall-back gives twice and a spring-forward gap not at all.
 
 const DAY = 86_400_000;
 
-type DenseRule = { cron: string; minutes: number[]; hours: number[] };
+type DenseRule = {
+  cron: string;
+  follows: 'wall' | 'elapsed';
+  minutes: number[];
+  hours: number[];
+  // Sunday 0; every day when absent.
+  daysOfWeek?: number[];
+};
 
 const range = (from: number, to: number, step = 1) =>
   Array.from({ length: Math.floor((to - from) / step) + 1 }, (_, i) => from + i * step);
 
 const RULES: DenseRule[] = [
-  { cron: '*/7 * * * *', minutes: range(0, 59, 7), hours: range(0, 23) },
-  { cron: '15,45 * * * *', minutes: [15, 45], hours: range(0, 23) },
-  { cron: '20,40 2 * * *', minutes: [20, 40], hours: [2] },
-  { cron: '* 2 * * *', minutes: range(0, 59), hours: [2] },
-  { cron: '0,30 0-3 * * *', minutes: [0, 30], hours: range(0, 3) },
-  { cron: '30 0 * * *', minutes: [30], hours: [0] },
-  { cron: '59 23 * * *', minutes: [59], hours: [23] },
+  { cron: '*/7 * * * *', follows: 'elapsed', minutes: range(0, 59, 7), hours: range(0, 23) },
+  { cron: '15,45 * * * *', follows: 'elapsed', minutes: [15, 45], hours: range(0, 23) },
+  { cron: '0 */2 * * *', follows: 'elapsed', minutes: [0], hours: range(0, 22, 2) },
+  { cron: '30 */3 * * *', follows: 'elapsed', minutes: [30], hours: range(0, 21, 3) },
+  // Transitions fall on Sundays in most zones here, and at midnight in some.
+  {
+    cron: '10,50 * * * 0',
+    follows: 'elapsed',
+    minutes: [10, 50],
+    hours: range(0, 23),
+    daysOfWeek: [0],
+  },
+  { cron: '20,40 2 * * *', follows: 'wall', minutes: [20, 40], hours: [2] },
+  { cron: '* 2 * * *', follows: 'wall', minutes: range(0, 59), hours: [2] },
+  { cron: '0,30 0-3 * * *', follows: 'wall', minutes: [0, 30], hours: range(0, 3) },
+  { cron: '30 0 * * *', follows: 'wall', minutes: [30], hours: [0] },
+  { cron: '59 23 * * *', follows: 'wall', minutes: [59], hours: [23] },
 ];
 
 // Zones with unusual transitions: at midnight (Santiago, Havana), 30 minutes (Lord_Howe),
@@ -58,18 +78,29 @@ function bruteForce(rule: DenseRule, zone: string, from: number, to: number): nu
   const lastDate = Temporal.Instant.fromEpochMilliseconds(to + 2 * DAY)
     .toZonedDateTimeISO(zone)
     .toPlainDate();
-  while (Temporal.PlainDate.compare(date, lastDate) <= 0) {
+  for (; Temporal.PlainDate.compare(date, lastDate) <= 0; date = date.add({ days: 1 })) {
+    if (rule.daysOfWeek && !rule.daysOfWeek.includes(date.dayOfWeek % 7)) continue;
     for (const hour of rule.hours) {
       for (const minute of rule.minutes) {
-        const instant = date
-          .toPlainDateTime({ hour, minute })
-          .toZonedDateTime(zone, { disambiguation: 'compatible' }).epochMilliseconds;
-        if (instant > from && instant <= to) instants.add(instant);
+        for (const instant of instantsOf(date.toPlainDateTime({ hour, minute }), zone, rule)) {
+          if (instant > from && instant <= to) instants.add(instant);
+        }
       }
     }
-    date = date.add({ days: 1 });
   }
   return [...instants].sort((a, b) => a - b);
+}
+
+function instantsOf(wall: Temporal.PlainDateTime, zone: string, rule: DenseRule): number[] {
+  if (rule.follows === 'wall') {
+    return [wall.toZonedDateTime(zone, { disambiguation: 'compatible' }).epochMilliseconds];
+  }
+  // 'earlier' and 'later' are the two instants of a repeated wall time; for one in a gap they are
+  // shifted instants whose reading is another wall time, and are dropped.
+  return (['earlier', 'later'] as const)
+    .map((disambiguation) => wall.toZonedDateTime(zone, { disambiguation }))
+    .filter((zoned) => zoned.toPlainDateTime().equals(wall))
+    .map((zoned) => zoned.epochMilliseconds);
 }
 
 function chain(rule: DenseRule, zone: string, from: number, to: number): number[] {

@@ -36,21 +36,53 @@ export function compileCron(cron: string): CronSpec {
 
 // The first occurrence of a cron rule strictly after `afterMs` (epoch ms), or undefined.
 //
-// Each matching wall time fires at the instant Temporal's 'compatible' disambiguation gives it: a
-// wall time in a spring-forward gap moves forward by the gap, one in a fall-back overlap takes its
-// first instant. Asking for the first instant strictly after the previous one means two wall
-// times landing on one instant (02:30 shifted to 03:30, and 03:30 itself) fire once.
-//
-// Away from a transition, wall time = instant + offset, so the next matching wall time gives the
-// answer by arithmetic. Near one (just after it, or when that answer would cross it), the mapping
-// is not monotonic (the shifted 02:30 lands after the real 03:00), so every wall time that could
-// land in a two-day window is resolved through Temporal and the earliest instant wins.
+// Issue 24: rules of a day or longer follow the wall clock, rules of every N minutes or hours
+// (the hour field starts with '*') follow elapsed time, so an hourly rule fires every real hour
+// across a change instead of skipping the repeated hour.
 export function nextCronOccurrence(
   cron: string,
   timeZone: string,
   afterMs: number,
 ): number | undefined {
   const spec = compileCron(cron);
+  return spec.isElapsed
+    ? nextElapsedOccurrence(spec, timeZone, afterMs)
+    : nextWallOccurrence(spec, timeZone, afterMs);
+}
+
+// Elapsed time: the instants whose wall reading, under the offset in force at that instant,
+// matches the rule. Within one offset segment those are wall - offset, in order. Across a
+// fall-back the repeated readings fire again (`30 * * * *` fires at both 02:30s); the readings a
+// spring-forward skips never occur, so nothing is shifted onto the next hour either.
+function nextElapsedOccurrence(
+  spec: CronSpec,
+  timeZone: string,
+  afterMs: number,
+): number | undefined {
+  const horizon = afterMs + SEARCH_HORIZON;
+  let cursor = afterMs;
+  while (cursor < horizon) {
+    // The segment of the first candidate instant, cursor + 1.
+    const { offset, end } = segmentAt(timeZone, cursor + 1);
+    const last = Math.min(end, horizon) - 1;
+    const wall = nextMatchingWall(spec, cursor + offset, last + offset);
+    if (wall !== undefined) return wall - offset;
+    cursor = last;
+  }
+  return undefined;
+}
+
+// Wall clock: each matching wall time fires at the instant Temporal's 'compatible'
+// disambiguation gives it: a wall time in a spring-forward gap moves forward by the gap, one in a
+// fall-back overlap takes its first instant. Asking for the first instant strictly after the
+// previous one means two wall times landing on one instant (02:30 shifted to 03:30, and 03:30
+// itself) fire once.
+//
+// Away from a transition, wall time = instant + offset, so the next matching wall time gives the
+// answer by arithmetic. Near one (just after it, or when that answer would cross it), the mapping
+// is not monotonic (the shifted 02:30 lands after the real 03:00), so every wall time that could
+// land in a two-day window is resolved through Temporal and the earliest instant wins.
+function nextWallOccurrence(spec: CronSpec, timeZone: string, afterMs: number): number | undefined {
   const horizon = afterMs + SEARCH_HORIZON;
   let cursor = afterMs;
   let isCrossing = false;
@@ -132,9 +164,12 @@ function zonedAt(timeZone: string, epochMs: number): Temporal.ZonedDateTime {
 
 type Segment = {
   offset: number;
-  // From here on to `end` (the next transition), wall time - offset is the occurrence instant.
-  settledFrom: number;
+  // The transition that began it (or -Infinity), and the next one (or Infinity).
+  start: number;
   end: number;
+  // From here on to `end`, no wall time from before `start` lands in the segment (see
+  // settledSegmentAt).
+  settledFrom: number;
 };
 
 // One segment per zone: the engine's calls mostly fall in the segment of the previous call, and
@@ -143,33 +178,40 @@ type Segment = {
 const MAX_CACHED_ZONES = 1_000;
 const segmentCache = new Map<string, Segment>();
 
-// The offset segment around `epochMs` when wall times map to instants by plain subtraction there,
-// or undefined just after a transition.
-//
-// That holds once the segment is older than its transition's swing: then no wall time from before
-// the transition (repeated by a fall-back, or shifted by a spring-forward gap) lands after epochMs.
-function settledSegmentAt(timeZone: string, epochMs: number): Segment | undefined {
+// The offset segment around `epochMs`: within it, instant + offset is the wall reading.
+function segmentAt(timeZone: string, epochMs: number): Segment {
   const cached = segmentCache.get(timeZone);
-  if (cached && epochMs >= cached.settledFrom && epochMs < cached.end) return cached;
+  if (cached && epochMs >= cached.start && epochMs < cached.end) return cached;
 
   const zoned = zonedAt(timeZone, epochMs);
   const offset = zoned.offsetNanoseconds / 1e6;
   const end = zoned.getTimeZoneTransition('next')?.epochMilliseconds ?? Number.POSITIVE_INFINITY;
   // 'previous' is strictly before its instant; from epochMs + 1 it includes a transition at epochMs.
-  const start = zonedAt(timeZone, epochMs + 1).getTimeZoneTransition('previous');
+  const previous = zonedAt(timeZone, epochMs + 1).getTimeZoneTransition('previous');
+  let start = Number.NEGATIVE_INFINITY;
   let settledFrom = Number.NEGATIVE_INFINITY;
-  if (start) {
-    const before = zonedAt(timeZone, start.epochMilliseconds - 1);
+  if (previous) {
+    start = previous.epochMilliseconds;
+    const before = zonedAt(timeZone, start - 1);
     const swing = Math.abs(offset - before.offsetNanoseconds / 1e6);
     const previousStart = before.getTimeZoneTransition('previous')?.epochMilliseconds;
-    const isPreviousShort =
-      previousStart !== undefined && start.epochMilliseconds - previousStart < SETTLE_MARGIN;
-    settledFrom = start.epochMilliseconds + (isPreviousShort ? SETTLE_MARGIN : swing);
+    const isPreviousShort = previousStart !== undefined && start - previousStart < SETTLE_MARGIN;
+    settledFrom = start + (isPreviousShort ? SETTLE_MARGIN : swing);
   }
-  const segment = { offset, settledFrom, end };
+  const segment = { offset, start, end, settledFrom };
   if (segmentCache.size >= MAX_CACHED_ZONES) segmentCache.clear();
   segmentCache.set(timeZone, segment);
-  return epochMs >= settledFrom ? segment : undefined;
+  return segment;
+}
+
+// The segment around `epochMs` when wall times map to instants by plain subtraction there under
+// 'compatible', or undefined just after a transition.
+//
+// That holds once the segment is older than its transition's swing: then no wall time from before
+// the transition (repeated by a fall-back, or shifted by a spring-forward gap) lands after epochMs.
+function settledSegmentAt(timeZone: string, epochMs: number): Segment | undefined {
+  const segment = segmentAt(timeZone, epochMs);
+  return epochMs >= segment.settledFrom ? segment : undefined;
 }
 
 // The first wall time (local epoch ms, whole minutes) matching the rule strictly after

@@ -1,11 +1,11 @@
 // Prints the DST table of issue 24 as Markdown, computed by nextOccurrence and checked against the
 // expected instants of dst-cases.ts: `pnpm --filter @jarvis/scheduler dst-table`.
-import { DST_CASES, formatOccurrence, ruleLabel } from './dst-cases';
+import { DST_CASES, followsLabel, formatOccurrence, ruleLabel } from './dst-cases';
 import { nextOccurrence } from './rule';
 
 const lines = [
-  '| zone | change (2026) | rule | fires at (UTC = wall clock there) | note | as expected |',
-  '| --- | --- | --- | --- | --- | --- |',
+  '| zone | change (2026) | rule | follows | fires at (UTC = wall clock there) | note | as expected |',
+  '| --- | --- | --- | --- | --- | --- | --- |',
 ];
 for (const row of DST_CASES) {
   const fired: string[] = [];
@@ -18,7 +18,7 @@ for (const row of DST_CASES) {
   }
   const isExpected = fired.join() === row.expected.join();
   lines.push(
-    `| ${row.zone} | ${row.change} | \`${ruleLabel(row.rule)}\` | ${fired.join('<br>')} | ${row.note} | ${isExpected ? 'yes' : 'NO'} |`,
+    `| ${row.zone} | ${row.change} | \`${ruleLabel(row.rule)}\` | ${followsLabel(row.rule)} | ${fired.join('<br>')} | ${row.note} | ${isExpected ? 'yes' : 'NO'} |`,
   );
 }
 process.stdout.write(`${lines.join('\n')}\n`);

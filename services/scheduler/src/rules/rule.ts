@@ -9,8 +9,10 @@ export type Rule =
 const MINUTE = 60_000;
 
 // The first occurrence strictly after `after` (startAt is the caller's), or undefined.
-// Cron rules follow the wall clock of their zone (see nextCronOccurrence for DST); intervals
-// follow elapsed time from the anchor, so an hourly interval fires every real hour across DST.
+// Cron rules with set hours (`30 2 * * *`) follow the wall clock of their zone; those whose hour
+// field starts with '*' (`30 * * * *`, `0 */2 * * *`) follow elapsed time, firing whenever the
+// zone's clock reads a matching time (see nextCronOccurrence for DST). Intervals follow elapsed
+// time from the anchor, so an hourly interval fires every real hour across DST.
 export function nextOccurrence(rule: Rule, after: Date): Date | undefined {
   const afterMs = after.getTime();
   if (rule.kind === 'once') return rule.at.getTime() > afterMs ? rule.at : undefined;

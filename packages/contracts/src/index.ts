@@ -14,6 +14,7 @@ export * from './http/me';
 export * from './memory-compaction-requested';
 export * from './memory-conversations-list';
 export * from './memory-documents';
+export * from './memory-episodes-rollup';
 export * from './memory-export';
 export * from './memory-extraction-requested';
 export * from './memory-facts';

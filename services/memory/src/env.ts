@@ -18,7 +18,8 @@ const Env = z.object({
     .default(DEFAULT_COMPACTION.triggerTokens),
   // ...down to this many of its newest tokens, kept verbatim.
   SUMMARY_KEEP_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_COMPACTION.keepTokens),
-  // Longest wait for one answer of the utility model (a summary, a fact extraction).
+  // Longest wait for one answer of the utility model (a summary, a fact extraction, a week's
+  // roll-up).
   UTILITY_MODEL_TIMEOUT_MS: z.coerce
     .number()
     .int()

@@ -8,6 +8,7 @@ import {
 import { bootService } from '@jarvis/service-kit';
 import { registerDocumentHandlers } from './documents-handlers';
 import { loadEnv } from './env';
+import { registerEpisodeHandlers } from './episodes-handlers';
 import { registerExportHandlers } from './export-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
@@ -70,6 +71,7 @@ await bootService(
     registerFactHandlers(bus, pool);
     registerForgetHandlers(bus, pool);
     registerExportHandlers(bus, pool);
+    registerEpisodeHandlers(bus, pool, { modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS });
     const compactionWorker = await startCompactionWorker(bus, pool, compaction, compactionQueue);
     const extractionWorker = await startExtractionWorker(
       bus,

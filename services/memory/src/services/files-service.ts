@@ -106,26 +106,42 @@ export async function readFile(
   };
 }
 
+type WriteRequest = FileRequest & {
+  content: string;
+  tags?: string[] | undefined;
+  metadata?: Record<string, unknown> | undefined;
+};
+
+// Version 1 of a new file, made searchable; undefined when a live file holds the path.
+async function insertIndexedFile(
+  db: PoolClient,
+  request: WriteRequest,
+): Promise<StoredFile | undefined> {
+  const created = await insertFile(db, {
+    userId: request.userId,
+    path: request.path,
+    content: request.content,
+    tags: request.tags ?? [],
+    metadata: request.metadata ?? {},
+  });
+  if (created) await indexFile(db, request.userId, created);
+  return created;
+}
+
+// Writes a file only if none holds its path, and says whether it did: of two writers at once,
+// one creates it and the other finds it there, as the live path is unique (migration 003).
+export async function createFileIfAbsent(pool: Pool, request: WriteRequest): Promise<boolean> {
+  const created = await withTransaction(pool, (db) => insertIndexedFile(db, request));
+  return created !== undefined;
+}
+
 export async function writeFile(
   pool: Pool,
-  request: FileRequest & {
-    content: string;
-    tags?: string[] | undefined;
-    metadata?: Record<string, unknown> | undefined;
-  },
+  request: WriteRequest,
 ): Promise<MemoryFilesWriteResponse> {
   return withTransaction(pool, async (db) => {
-    const created = await insertFile(db, {
-      userId: request.userId,
-      path: request.path,
-      content: request.content,
-      tags: request.tags ?? [],
-      metadata: request.metadata ?? {},
-    });
-    if (created) {
-      await indexFile(db, request.userId, created);
-      return { file: toInfo(created) };
-    }
+    const created = await insertIndexedFile(db, request);
+    if (created) return { file: toInfo(created) };
     const current = await lockLiveFile(db, request.userId, request.path);
     // The file holding the path was deleted between the insert and the lock.
     if (!current) throw new BusError('conflict', 'the file changed while being written; retry');

@@ -11,7 +11,9 @@ import { MemoryView } from './memory-view';
 import { MissionDetailView, MissionsView } from './missions-view';
 import { SECTIONS, usePath } from './router';
 import { RunDetailView, RunsView } from './runs-view';
+import { ScheduleDetailView, SchedulesView } from './schedules-view';
 import { StatusHeader } from './status-header';
+import { createUserEventsFeed } from './user-events';
 
 function NotFound() {
   return (
@@ -32,12 +34,14 @@ function CurrentView({ path }: { path: string }) {
   if (section === 'runs') return id ? <RunDetailView id={id} /> : <RunsView />;
   if (section === 'approvals') return <ApprovalsView />;
   if (section === 'missions') return id ? <MissionDetailView id={id} /> : <MissionsView />;
+  if (section === 'schedules') return id ? <ScheduleDetailView id={id} /> : <SchedulesView />;
   return <NotFound />;
 }
 
 function Shell(props: { onForgetKey: () => void }) {
   const path = usePath();
   const main = useRef<HTMLElement>(null);
+  const nav = useRef<HTMLElement>(null);
   const isFirstPath = useRef(true);
   const current =
     SECTIONS.find((section) => path === section.path || path.startsWith(`${section.path}/`)) ??
@@ -46,6 +50,10 @@ function Shell(props: { onForgetKey: () => void }) {
   // After moving to another section, focus goes to its content, as a page load would put it.
   useEffect(() => {
     document.title = `${current.label} · Jarvis`;
+    // On a phone the sections scroll sideways: keep the current one in sight.
+    nav.current
+      ?.querySelector('[aria-current="page"]')
+      ?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
     if (isFirstPath.current) {
       isFirstPath.current = false;
       return;
@@ -65,7 +73,7 @@ function Shell(props: { onForgetKey: () => void }) {
           Forget key
         </button>
       </header>
-      <nav class="nav" aria-label="Sections">
+      <nav class="nav" aria-label="Sections" ref={nav}>
         {SECTIONS.map((section) => (
           <AppLink
             key={section.path}
@@ -95,8 +103,15 @@ export function App() {
       setReason('Your key was not accepted any more. Sign in again.');
       setApiKey(undefined);
     });
-    return { client, chat: createChatStore(client) };
+    const events = createUserEventsFeed(client);
+    return { client, events, chat: createChatStore(client, events) };
   }, [apiKey]);
+
+  // One event stream while signed in, whichever section is open; closed with the key.
+  useEffect(() => {
+    services?.events.start();
+    return () => services?.events.stop();
+  }, [services]);
 
   if (!services) {
     return (

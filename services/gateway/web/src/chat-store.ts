@@ -6,11 +6,13 @@ import type {
   MemoryConversationsListResponse,
   MemoryMessagesListResponse,
   Usage,
+  UserEvent,
 } from '@jarvis/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { type ApiClient, ApiError, withQuery } from './api-client';
 import { sendChatMessage } from './chat-stream';
 import { summariseArguments } from './format';
+import type { UserEventsFeed } from './user-events';
 
 type ToolStep = {
   id: string;
@@ -39,6 +41,8 @@ export type AssistantEntry = {
   usage?: Usage;
   approval?: ApprovalCard;
   error?: string;
+  // A reminder that arrived while the chat was open: the schedule that posted it.
+  reminderScheduleId?: string;
 };
 export type ChatEntry = UserEntry | AssistantEntry;
 
@@ -69,6 +73,11 @@ export type ChatStore = {
 };
 
 const HISTORY_PAGE = 50;
+// How long the history waits for the live events to connect: what fires after the stream opens
+// arrives on it, what fired before is in the history, so nothing falls between the two.
+const EVENTS_WAIT_MS = 3_000;
+
+type ScheduleFired = Extract<UserEvent, { type: 'schedule_fired' }>;
 
 let entrySeq = 0;
 function nextKey(prefix: string): string {
@@ -93,7 +102,7 @@ function toEntry(message: HistoryMessage): ChatEntry | undefined {
 
 // The conversation as this browser sees it. It lives outside the chat view, so a reply that
 // streams in while the user reads their memory is there when they come back.
-export function createChatStore(client: ApiClient): ChatStore {
+export function createChatStore(client: ApiClient, events: UserEventsFeed): ChatStore {
   let state: ChatState = { entries: [], isSending: false, history: 'idle' };
   const listeners = new Set<() => void>();
 
@@ -123,14 +132,19 @@ export function createChatStore(client: ApiClient): ChatStore {
   // The chat sends no conversation id, so its messages go to the persistent conversation: that
   // is the history to show. Null until the user's first message.
   let conversationId: string | null | undefined;
+  let historyLoad: Promise<void> | undefined;
+
+  async function resolveConversationId(): Promise<string | null> {
+    if (typeof conversationId === 'string') return conversationId;
+    const list = await client.get<MemoryConversationsListResponse>(
+      withQuery('/v1/conversations', { limit: 1 }),
+    );
+    conversationId = list.defaultConversationId;
+    return conversationId;
+  }
 
   async function fetchPage(before?: number): Promise<MemoryMessagesListResponse | undefined> {
-    if (conversationId === undefined) {
-      const list = await client.get<MemoryConversationsListResponse>(
-        withQuery('/v1/conversations', { limit: 1 }),
-      );
-      conversationId = list.defaultConversationId;
-    }
+    if (conversationId === undefined) await resolveConversationId();
     if (!conversationId) return undefined;
     return client.get<MemoryMessagesListResponse>(
       withQuery(`/v1/conversations/${encodeURIComponent(conversationId)}/messages`, {
@@ -146,6 +160,60 @@ export function createChatStore(client: ApiClient): ChatStore {
     return messages.map(toEntry).filter((entry) => entry !== undefined);
   }
 
+  // A reminder is an assistant message the scheduler stored: shown as it arrives, when it is for
+  // this conversation (one made before the user's first message is what created it). Keyed by
+  // its message id, as the history keys messages, so it is never shown twice.
+  async function showReminder(event: ScheduleFired): Promise<void> {
+    const { run, text } = event;
+    if (event.schedule.actionType !== 'remind' || run.status !== 'fired' || text === undefined) {
+      return;
+    }
+    // Not loaded yet: the history will hold it when the chat is opened.
+    if (!historyLoad) return;
+    await historyLoad;
+    try {
+      if ((await resolveConversationId()) !== event.conversationId) return;
+    } catch {
+      return;
+    }
+    const key = run.messageId ?? `schedule-run:${run.id}`;
+    if (state.entries.some((entry) => entry.key === key)) return;
+    setState({
+      entries: [
+        ...state.entries,
+        {
+          kind: 'assistant',
+          key,
+          text,
+          createdAt: run.finishedAt ?? event.occurredAt,
+          status: 'done',
+          tools: [],
+          reminderScheduleId: event.schedule.id,
+        },
+      ],
+    });
+  }
+
+  events.subscribe((event) => {
+    if (event.type === 'schedule_fired') void showReminder(event);
+  });
+
+  async function loadHistory(): Promise<void> {
+    await events.whenOpen(EVENTS_WAIT_MS);
+    try {
+      const page = await fetchPage();
+      setState({
+        history: 'loaded',
+        entries: [...(page ? pageEntries(page) : []), ...state.entries],
+        olderCursor: page?.nextBefore,
+      });
+    } catch (error) {
+      // A gateway without the history API answers 404: show this session's messages.
+      const isMissing = error instanceof ApiError && error.status === 404;
+      setState({ history: isMissing ? 'unavailable' : 'failed' });
+    }
+  }
+
   return {
     getState: () => state,
     subscribe(listener) {
@@ -153,21 +221,11 @@ export function createChatStore(client: ApiClient): ChatStore {
       return () => listeners.delete(listener);
     },
 
-    async loadHistory() {
-      if (state.history !== 'idle') return;
+    loadHistory() {
+      if (state.history !== 'idle') return historyLoad ?? Promise.resolve();
       setState({ history: 'loading' });
-      try {
-        const page = await fetchPage();
-        setState({
-          history: 'loaded',
-          entries: [...(page ? pageEntries(page) : []), ...state.entries],
-          olderCursor: page?.nextBefore,
-        });
-      } catch (error) {
-        // A gateway without the history API answers 404: show this session's messages.
-        const isMissing = error instanceof ApiError && error.status === 404;
-        setState({ history: isMissing ? 'unavailable' : 'failed' });
-      }
+      historyLoad = loadHistory();
+      return historyLoad;
     },
 
     async loadOlder() {
@@ -237,6 +295,8 @@ export function createChatStore(client: ApiClient): ChatStore {
               })),
           },
         );
+        // The first message of all creates the persistent conversation.
+        conversationId ??= outcome.conversationId;
         updateAssistant(replyKey, (entry) => ({
           ...entry,
           text: outcome.reply,

@@ -88,8 +88,11 @@ function Message({ entry }: { entry: ChatEntry }) {
       ) : null}
       <ErrorNotice message={entry.error} />
       {entry.approval ? <ApprovalPrompt approval={entry.approval} /> : null}
-      {entry.runId || entry.usage ? (
+      {entry.runId || entry.usage || entry.reminderScheduleId ? (
         <p class="msg-meta">
+          {entry.reminderScheduleId ? (
+            <AppLink href={`/schedules/${entry.reminderScheduleId}`}>Reminder</AppLink>
+          ) : null}
           {entry.usage ? <span>{formatTokens(entry.usage)}</span> : null}
           {entry.runId ? <AppLink href={`/runs/${entry.runId}`}>Run details</AppLink> : null}
         </p>

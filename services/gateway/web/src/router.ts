@@ -8,11 +8,12 @@ export const SECTIONS = [
   { path: '/runs', label: 'Runs' },
   { path: '/approvals', label: 'Approvals' },
   { path: '/missions', label: 'Missions' },
+  { path: '/schedules', label: 'Schedules' },
 ] as const;
 
 const listeners = new Set<() => void>();
 
-function navigate(path: string): void {
+export function navigate(path: string): void {
   if (path === window.location.pathname) return;
   window.history.pushState(null, '', path);
   for (const listener of listeners) listener();

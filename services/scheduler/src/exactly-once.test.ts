@@ -145,15 +145,25 @@ describe('1,000 one-shot reminders due within a minute', () => {
   it('are each delivered exactly once while the scheduler is killed with SIGKILL twice', async () => {
     const users = Array.from({ length: 10 }, () => randomUUID());
     // Ten bursts of 100, six seconds apart: the last is due 54 s after the first.
-    const timing = { firstAt: Date.now() + 8_000, bursts: 10, everyMs: 6_000 };
+    const timing = { firstAt: Date.now() + 12_000, bursts: 10, everyMs: 6_000 };
     await createReminders('kill', users, 100, timing);
     expect(await countRuns(users)).toBe(0);
 
     const firedAtKill: number[] = [];
-    // Just after the 3rd and the 7th burst fell due: in the middle of their deliveries.
+    // As soon as the 3rd and the 7th burst are claimed: in the middle of their deliveries.
     for (const burst of [2, 6]) {
-      const killAt = timing.firstAt + burst * timing.everyMs + 40;
-      await sleep(killAt - Date.now());
+      const dueAt = new Date(timing.firstAt + burst * timing.everyMs);
+      await sleep(dueAt.getTime() - Date.now());
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(
+            'SELECT 1 FROM scheduler.runs WHERE user_id = ANY($1) AND scheduled_for = $2 LIMIT 1',
+            [users, dueAt],
+          );
+          return rows.length > 0 || undefined;
+        },
+        { intervalMs: 5, what: `burst ${burst} claimed` },
+      );
       await stack.killService('scheduler');
       firedAtKill.push(await countRuns(users, 'fired'));
       await sleep(1_000);
@@ -202,7 +212,7 @@ describe('1,000 one-shot reminders due within a minute', () => {
     try {
       // Five bursts of 200, five seconds apart.
       await createReminders('replicas', users, 100, {
-        firstAt: Date.now() + 8_000,
+        firstAt: Date.now() + 12_000,
         bursts: 5,
         everyMs: 5_000,
       });

@@ -111,7 +111,9 @@ describe('the engine', () => {
       expect(run).toMatchObject({ status: 'fired', messageId: expect.any(String) });
       const lateMs = Date.parse(run?.finishedAt ?? '') - Date.parse(run?.scheduledFor ?? '');
       expect(lateMs).toBeGreaterThanOrEqual(0);
-      expect(lateMs).toBeLessThan(1_000);
+      // Woken by the change at its due time, not by the engine's longest sleep (a minute); the
+      // margin is for a busy machine.
+      expect(lateMs).toBeLessThan(2_000);
       const messages = await fixture.conversationMessages(userId);
       expect(messages.map(({ role, content, id }) => ({ role, content, id }))).toEqual([
         { role: 'assistant', content: 'stretch your legs', id: run?.messageId },
@@ -294,7 +296,7 @@ describe('the engine', () => {
     const appends = countAppends();
     try {
       const users = [randomUUID(), randomUUID(), randomUUID()];
-      const start = Date.now() + 6_000;
+      const start = Date.now() + 8_000;
       const made: string[] = [];
       // 25 at a time: the test's pool has 4 connections.
       for (let batch = 0; batch < 300; batch += 25) {

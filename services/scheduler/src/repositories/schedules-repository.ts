@@ -304,6 +304,24 @@ export async function lockDueSchedules(
   return rows.map(toRecord);
 }
 
+// Due agent work (prompt, mission), read without locking: whether each one's previous run still
+// goes is asked of the orchestrator before the claim's transaction begins.
+export async function findDueAgentSchedules(
+  db: Queryable,
+  now: Date,
+  limit: number,
+): Promise<Array<{ id: string }>> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM scheduler.schedules
+      WHERE status = 'active' AND LEAST(next_run_at, snooze_at) <= $1
+        AND action->>'type' IN ('prompt', 'mission')
+      ORDER BY LEAST(next_run_at, snooze_at)
+      LIMIT $2`,
+    [now, limit],
+  );
+  return rows;
+}
+
 export type ScheduleAdvance = {
   nextRunAt: Date | null;
   snoozeAt: Date | null;

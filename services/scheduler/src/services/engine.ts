@@ -7,7 +7,7 @@ import {
   type RunStatus,
   schedulesChanged,
 } from '@jarvis/contracts';
-import { type PoolClient, withTransaction } from '@jarvis/db';
+import { withTransaction } from '@jarvis/db';
 import {
   countAgentRunsSince,
   findLatestStartedRuns,
@@ -19,6 +19,7 @@ import {
 } from '../repositories/runs-repository';
 import {
   advanceSchedules,
+  findDueAgentSchedules,
   findNextWake,
   findSchedulesByIds,
   lockDueSchedules,
@@ -89,16 +90,17 @@ async function isStillGoing(bus: Bus, run: RunRecord): Promise<boolean> {
   return false;
 }
 
-async function findBusySchedules(
-  bus: Bus,
-  client: PoolClient,
-  schedules: ScheduleRecord[],
-): Promise<Set<string>> {
+// The due agent work whose previous turn or mission still goes. Asked before the claim's
+// transaction, not inside it: on the embedded Postgres, which runs one transaction at a time,
+// every service's queries (the orchestrator's answer among them) would wait for that transaction.
+async function findBusySchedules(deps: DeliveryDeps, now: Date): Promise<Set<string>> {
+  const due = await findDueAgentSchedules(deps.pool, now, CLAIM_BATCH);
+  if (due.length === 0) return new Set();
   const latest = await findLatestStartedRuns(
-    client,
-    schedules.map((schedule) => schedule.id),
+    deps.pool,
+    due.map((schedule) => schedule.id),
   );
-  const going = await Promise.all(latest.map((run) => isStillGoing(bus, run)));
+  const going = await Promise.all(latest.map((run) => isStillGoing(deps.bus, run)));
   return new Set(latest.filter((_, index) => going[index]).map((run) => run.scheduleId));
 }
 
@@ -110,11 +112,11 @@ async function claimDue(
   settings: EngineSettings,
   now: Date,
 ): Promise<{ locked: number; claimed: Claimed[] }> {
+  const busy = await findBusySchedules(deps, now);
   return withTransaction(deps.pool, async (client) => {
     const schedules = await lockDueSchedules(client, now, CLAIM_BATCH);
     if (schedules.length === 0) return { locked: 0, claimed: [] };
     const agentWork = schedules.filter(isAgentWork);
-    const busy = await findBusySchedules(deps.bus, client, agentWork);
     const users = [...new Set(agentWork.map((schedule) => schedule.userId))];
     // The daily cap holds across replicas claiming one user's schedules at once.
     await lockUsersAgentWork(client, users);

@@ -83,3 +83,13 @@ export async function machineCpuMs(): Promise<number> {
     .map(Number);
   return (user + nice + system + irq + softirq) * (1_000 / TICKS_PER_SECOND);
 }
+
+// CPU seconds of a process' main thread, the one that runs a Node process' event loop (the
+// others collect garbage, compile, and serve libuv's pool); NaN without /proc.
+export async function mainThreadCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/task/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return Number.NaN;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime: fields 14 and 15 of the line.
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
+}

@@ -2,51 +2,12 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-// How overhead.ts talks to its child processes (the gateway, the fake model server) over
-// Node's IPC channel: one command at a time, each answered by one report. Nothing crosses it
-// while a block of requests is being timed.
-
-// The per-request marker: the bench writes it into the last user message, the gateway process
-// reads it back from the provider call, and the two timings of one request meet again.
-const MARKER = /bench-r\d+/;
-
-export function markerFor(index: number): string {
-  return `bench-r${index}`;
-}
-
-export function findMarker(text: string): string | undefined {
-  return MARKER.exec(text)?.[0];
-}
-
-// What the provider call of one request took inside the gateway process: from the call to its
-// answer, and (streaming) to its first text piece.
-export const ProviderTiming = z.object({
-  marker: z.string(),
-  providerMs: z.number(),
-  firstDeltaMs: z.number().nullable(),
-});
-export type ProviderTiming = z.infer<typeof ProviderTiming>;
-
-// How long the gateway's own network steps took, each call (requests are not told apart): budget
-// admission and the provider cooldown check before the provider call, usage recording after it.
-export const StageTimings = z.object({
-  admit: z.array(z.number()),
-  cooldown: z.array(z.number()),
-  record: z.array(z.number()),
-});
-export type StageTimings = z.infer<typeof StageTimings>;
+// How overhead.ts talks to the fake model server's process over Node's IPC channel: one command
+// at a time, each answered by one report. Nothing crosses it while a block of requests is being
+// timed.
 
 // Process CPU time (user + system) so far, to charge each block of requests with what it cost.
 const CpuCommand = z.object({ type: z.literal('cpu') });
-
-export const GatewayCommand = z.discriminatedUnion('type', [
-  CpuCommand,
-  // The timings recorded since the last take; the gateway then forgets them.
-  z.object({ type: z.literal('take-timings') }),
-]);
-
-// The embedded Postgres only reports its CPU time.
-export const PostgresCommand = CpuCommand;
 
 export const FakeCommand = z.discriminatedUnion('type', [
   CpuCommand,
@@ -56,31 +17,16 @@ export const FakeCommand = z.discriminatedUnion('type', [
 ]);
 
 export const Report = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('ready'),
-    openaiBaseUrl: z.string().optional(),
-    databaseUrl: z.string().optional(),
-  }),
-  // CPU time (all threads) and event-loop time, active and idle, since the process started.
-  z.object({
-    type: z.literal('cpu'),
-    micros: z.number(),
-    loopActiveMs: z.number(),
-    loopIdleMs: z.number(),
-  }),
+  z.object({ type: z.literal('ready'), openaiBaseUrl: z.string() }),
+  // CPU time (all threads) since the process started.
+  z.object({ type: z.literal('cpu'), micros: z.number() }),
   z.object({ type: z.literal('configured') }),
-  z.object({
-    type: z.literal('timings'),
-    timings: z.array(ProviderTiming),
-    stages: StageTimings,
-  }),
 ]);
 export type Report = z.infer<typeof Report>;
 
 export function cpuReport(): Report {
   const { user, system } = process.cpuUsage();
-  const loop = performance.eventLoopUtilization();
-  return { type: 'cpu', micros: user + system, loopActiveMs: loop.active, loopIdleMs: loop.idle };
+  return { type: 'cpu', micros: user + system };
 }
 
 // Child side: answers the bench's commands, and shuts down when the bench lets go of the
@@ -126,15 +72,15 @@ export type BenchChild<C extends z.ZodType<object, object>> = {
 };
 
 // Bench side: forks a child script with this process's exec arguments (tsx's loader, so the
-// child runs TypeScript too) plus `execArgv`, and waits for its ready report.
+// child runs TypeScript too), and waits for its ready report.
 export async function startChild<C extends z.ZodType<object, object>>(
   name: string,
   script: URL,
-  options: { env: Record<string, string | undefined>; execArgv?: string[] },
+  options: { env: Record<string, string | undefined> },
 ): Promise<BenchChild<C>> {
   const child = fork(fileURLToPath(script), [], {
     env: options.env,
-    execArgv: [...process.execArgv, ...(options.execArgv ?? [])],
+    execArgv: process.execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<number | null>((resolve) => {

@@ -15,35 +15,26 @@ import {
   modelChat,
 } from '@jarvis/contracts';
 import { createPool, type Pool } from '@jarvis/db';
-import { loadEnv } from '@jarvis/model-gateway/src/env';
-import { usageLimitsFrom } from '@jarvis/model-gateway/src/usage/usage-env';
 import { startTelemetry } from '@jarvis/telemetry';
-import { NATS_URL, REDIS_URL, uniqueNamespace } from '@jarvis/testkit';
+import { makeTempDir, NATS_URL, REDIS_URL, Stack, uniqueNamespace } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { RESULTS_DIR, ROOT_DIR } from '../paths';
-import { readCpuSeconds } from '../proc';
-import {
-  type BenchChild,
-  type FakeCommand,
-  type GatewayCommand,
-  markerFor,
-  type PostgresCommand,
-  type Report,
-  startChild,
-} from './ipc';
+import { mainThreadCpuSeconds, readCpuSeconds } from '../proc';
+import { type BenchChild, type FakeCommand, type Report, startChild } from './ipc';
+import { type Histogram, histogramOf, observedSince, quantile, scrape } from './prometheus';
 
 // `make bench` (model-gateway): the gateway's own overhead on a chat call, against a target of
 // a p95 under 5 ms with 50 concurrent requesters on a 2-core machine.
 //
-// Three processes, as in production: the requesters (this one), the gateway (gateway-process.ts,
-// built as main.ts builds it, its usage rollup into Postgres included) and the model, here the
-// testkit's fake OpenAI-compatible server (fake-llm-process.ts), which answers at once unless a
-// scenario delays it. The fake gets a process of its own so that its work is not charged to the
+// Three processes, as in production: the requesters (this one), model-gateway (its own main.ts,
+// started by the test kit's Stack, its usage rollup into Postgres included) and the model, here
+// the test kit's fake OpenAI-compatible server (fake-llm-process.ts), which answers at once unless
+// a scenario delays it. The fake gets a process of its own so that its work is not charged to the
 // gateway's event loop, nor the gateway's to the requesters'. NATS and Redis are this machine's
-// servers; Postgres is DATABASE_URL's, or else the embedded one in a fourth process
-// (postgres-process.ts), as `make dev` runs it. Everything shares the machine's two cores, as a
-// deployment on it would.
+// servers; Postgres is DATABASE_URL's, or else the embedded one, which the Stack runs in a fourth
+// process, as `make dev` runs it. Everything shares the machine's two cores, as a deployment on
+// it would.
 //
 // Every scenario sends the same chat request (shaped like the orchestrator's: a system message
 // with profile, summary and memories, six messages of history, about 2 KB) two ways, in
@@ -52,11 +43,14 @@ import {
 // - gateway: `bus.request` (or `bus.requestStreaming`) to model-gateway.chat, with a user id (so
 //   budget admission and usage recording run, with the default limits) unless the scenario says
 //   otherwise.
-// The gateway process times each of its provider calls (the `openai` SDK to the same fake), so
-// the overhead is measured per request: the round trip seen by the requester minus the provider
-// time seen inside the gateway. Streaming: the first text chunk at the requester minus the first
-// text delta out of the SDK inside the gateway. As a cross-check that needs no stopwatch inside
-// the gateway, the overhead is also given as the gateway's percentile minus the direct one's.
+// The overhead is model-gateway's own figure, from its /metrics: each chat call's time in the
+// gateway less its waits on the provider (model_gateway_call_overhead_seconds), and the times of
+// budget admission, the cooldown check and usage recording (model_gateway_stage_seconds), read
+// before and after a scenario's gateway blocks. Their percentiles are estimated from the
+// histograms' buckets (each a quarter wider than the last), their means are exact. As a
+// cross-check that includes what the gateway's figure leaves out (the NATS hops, the bus's
+// validation on both sides), the overhead is also given as the gateway's percentile minus the
+// direct one's.
 // With 50 requesters and a model that answers at once, both ways are saturated (closed loop:
 // each requester sends its next request when its last is answered), so latency is then mostly
 // queueing. The scenarios whose model takes 50-150 ms or 250-750 ms keep 50 calls in flight at
@@ -72,7 +66,7 @@ import {
 //
 // BENCH_REQUESTS (2000) and BENCH_WARM_UP (200) set the requests per scenario and way;
 // BENCH_SCENARIOS (ids, comma-separated) runs only some; BENCH_CPU_PROF=<dir> writes CPU
-// profiles of the gateway process there when the run ends.
+// profiles of the gateway process (and of the embedded Postgres) there when the run ends.
 
 const RESULTS = resolve(RESULTS_DIR, 'model-gateway-bench');
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
@@ -86,6 +80,20 @@ const MODEL = 'fake-bench';
 const TARGET_P95_MS = 5;
 // How long a block waits for the rollup to count its calls before the run fails.
 const ROLLUP_WAIT_MS = 30_000;
+// model-gateway's histograms the figures come from.
+const OVERHEAD_METRIC = 'model_gateway_call_overhead_seconds';
+const STAGE_METRIC = 'model_gateway_stage_seconds';
+const PROVIDER_METRIC = 'gen_ai_client_operation_duration_seconds';
+// model-gateway's settings that change what a call costs, passed on when the bench is given them;
+// the others are the service's defaults.
+const FORWARDED_SETTINGS = [
+  'USER_DAILY_TOKEN_LIMIT',
+  'USER_DAILY_COST_LIMIT_USD',
+  'USER_REQUESTS_PER_MINUTE',
+  'MODEL_REDACTION',
+  'LOG_LEVEL',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+] as const;
 
 type Mode = 'unary' | 'stream';
 type Scenario = {
@@ -159,19 +167,18 @@ const QUESTION =
   'from Lyon to Porto, roughly?';
 
 type Target = 'direct' | 'gateway';
-type Sample = { marker: string; totalMs: number; firstChunkMs: number | undefined };
+type Sample = { totalMs: number; firstChunkMs: number | undefined };
 // CPU time of the bench's three processes and of Postgres, and of the whole machine (all cores,
-// Linux only): busy, and stolen by the hypervisor; and the gateway's event loop time, active and
-// in all.
+// Linux only): busy, and stolen by the hypervisor; and of the gateway's main thread, which runs
+// its event loop.
 type Cpu = {
   requester: number;
   gateway: number;
+  gatewayMainThread: number;
   fake: number;
   database: number;
   machine: number;
   steal: number;
-  gatewayLoopActive: number;
-  gatewayLoop: number;
 };
 // wallMs: the requests' time; cpuWallMs: the time the CPU figures cover, which for the gateway
 // way adds the wait for the rollup.
@@ -181,16 +188,16 @@ type Summary = { p50: number; p95: number; p99: number; mean: number; max: numbe
 type Context = {
   bus: Bus;
   openai: OpenAI;
-  gateway: BenchChild<typeof GatewayCommand>;
+  gateway: { pid: number; metricsUrl: string };
   fake: BenchChild<typeof FakeCommand>;
   database: Database;
 };
 
 // The Postgres the gateway rolls usage up in: the bench reads the rollup's counts from it, and its
-// CPU time from the embedded one's process, or else from /proc (every process named postgres).
+// CPU time from the embedded one's process, or else from every process named postgres.
 type Database = {
   pool: Pool;
-  embedded: BenchChild<typeof PostgresCommand> | undefined;
+  embeddedPid: number | undefined;
   // Calls of the bench's model counted before this run, and chat calls made through the gateway
   // since: the rollup has caught up when it has counted both.
   countedBefore: number;
@@ -199,37 +206,34 @@ type Database = {
 
 let sequence = 0;
 
-function promptFor(marker: string): ChatMessage[] {
-  return [...PROMPT, { role: 'user', content: `${QUESTION} (${marker})` }];
-}
+const PROMPT_WITH_QUESTION: ChatMessage[] = [...PROMPT, { role: 'user', content: QUESTION }];
 
-function gatewayRequest(marker: string, userId: string | undefined): ModelChatRequest {
-  return { purpose: 'chat', ...(userId ? { userId } : {}), messages: promptFor(marker) };
+function gatewayRequest(userId: string | undefined): ModelChatRequest {
+  return { purpose: 'chat', ...(userId ? { userId } : {}), messages: PROMPT_WITH_QUESTION };
 }
 
 // The body the gateway's provider sends for the same request: the system message first, then
 // the conversation (the gateway adds stream_options when it streams, and so does this).
-function directBody(marker: string) {
-  const messages = promptFor(marker).map((message) =>
+const DIRECT_BODY = {
+  model: MODEL,
+  messages: PROMPT_WITH_QUESTION.map((message) =>
     message.role === 'system'
       ? { role: 'system' as const, content: message.content }
       : {
           role: message.role === 'user' ? ('user' as const) : ('assistant' as const),
           content: message.content,
         },
-  );
-  return { model: MODEL, messages };
-}
+  ),
+};
 
-async function callDirect(openai: OpenAI, mode: Mode, marker: string): Promise<Sample> {
-  const body = directBody(marker);
+async function callDirect(openai: OpenAI, mode: Mode): Promise<Sample> {
   const started = performance.now();
   if (mode === 'unary') {
-    await openai.chat.completions.create({ ...body, stream: false });
-    return { marker, totalMs: performance.now() - started, firstChunkMs: undefined };
+    await openai.chat.completions.create({ ...DIRECT_BODY, stream: false });
+    return { totalMs: performance.now() - started, firstChunkMs: undefined };
   }
   const stream = await openai.chat.completions.create({
-    ...body,
+    ...DIRECT_BODY,
     stream: true,
     stream_options: { include_usage: true },
   });
@@ -239,20 +243,15 @@ async function callDirect(openai: OpenAI, mode: Mode, marker: string): Promise<S
       firstChunkMs = performance.now() - started;
     }
   }
-  return { marker, totalMs: performance.now() - started, firstChunkMs };
+  return { totalMs: performance.now() - started, firstChunkMs };
 }
 
-async function callGateway(
-  bus: Bus,
-  mode: Mode,
-  marker: string,
-  userId: string | undefined,
-): Promise<Sample> {
-  const request = gatewayRequest(marker, userId);
+async function callGateway(bus: Bus, mode: Mode, userId: string | undefined): Promise<Sample> {
+  const request = gatewayRequest(userId);
   const started = performance.now();
   if (mode === 'unary') {
     await bus.request(modelChat, request);
-    return { marker, totalMs: performance.now() - started, firstChunkMs: undefined };
+    return { totalMs: performance.now() - started, firstChunkMs: undefined };
   }
   let firstChunkMs: number | undefined;
   await bus.requestStreaming(modelChat, request, ModelChatChunk, (chunk) => {
@@ -260,15 +259,13 @@ async function callGateway(
       firstChunkMs = performance.now() - started;
     }
   });
-  return { marker, totalMs: performance.now() - started, firstChunkMs };
+  return { totalMs: performance.now() - started, firstChunkMs };
 }
 
-async function cpuOf(
-  child: BenchChild<typeof GatewayCommand | typeof FakeCommand | typeof PostgresCommand>,
-): Promise<Extract<Report, { type: 'cpu' }>> {
-  const report = await child.ask({ type: 'cpu' });
+async function fakeCpuMicros(fake: BenchChild<typeof FakeCommand>): Promise<number> {
+  const report: Report = await fake.ask({ type: 'cpu' });
   if (report.type !== 'cpu') throw new Error(`asked for CPU time, got ${report.type}`);
-  return report;
+  return report.micros;
 }
 
 // Busy and stolen time of all cores in µs, from /proc/stat (10 ms ticks); NaN without it.
@@ -283,13 +280,6 @@ async function machineMicros(): Promise<{ busy: number; steal: number }> {
     .slice(1)
     .map(Number);
   return { busy: (user + nice + system + irq + softirq) * 10_000, steal: steal * 10_000 };
-}
-
-// The server's: every process named postgres, ended backends included; NaN without /proc.
-async function databaseMicros(database: Database): Promise<number> {
-  if (database.embedded) return (await cpuOf(database.embedded)).micros;
-  const { postgres = Number.NaN } = await readCpuSeconds({}, ['postgres']);
-  return postgres * 1_000_000;
 }
 
 async function countedCalls(pool: Pool): Promise<number> {
@@ -317,22 +307,23 @@ async function waitForRollup(database: Database): Promise<void> {
   }
 }
 
+// The gateway's and the embedded Postgres' processes from /proc, or every process named
+// postgres when the database is DATABASE_URL's (ended backends included); NaN without /proc.
 async function cpuNow(context: Context): Promise<Cpu> {
+  const { gateway, database } = context;
+  const pids = { gateway: gateway.pid, database: database.embeddedPid };
+  const seconds = await readCpuSeconds(pids, database.embeddedPid ? [] : ['postgres']);
+  const micros = (value: number | undefined) => (value ?? Number.NaN) * 1_000_000;
   const { user, system } = process.cpuUsage();
-  const gateway = await cpuOf(context.gateway);
-  const fake = await cpuOf(context.fake);
-  const database = await databaseMicros(context.database);
   const machine = await machineMicros();
   return {
     requester: user + system,
-    gateway: gateway.micros,
-    fake: fake.micros,
-    database,
+    gateway: micros(seconds.gateway),
+    gatewayMainThread: micros(await mainThreadCpuSeconds(gateway.pid)),
+    fake: await fakeCpuMicros(context.fake),
+    database: micros(database.embeddedPid ? seconds.database : seconds.postgres),
     machine: machine.busy,
     steal: machine.steal,
-    // In µs like the rest.
-    gatewayLoopActive: gateway.loopActiveMs * 1_000,
-    gatewayLoop: (gateway.loopActiveMs + gateway.loopIdleMs) * 1_000,
   };
 }
 
@@ -354,12 +345,11 @@ async function runBlock(
     while (next < count) {
       next += 1;
       sequence += 1;
-      const marker = markerFor(sequence);
       const userId = scenario.hasUser ? USERS[sequence % USERS.length] : undefined;
       if (target === 'direct') {
-        samples.push(await callDirect(context.openai, scenario.mode, marker));
+        samples.push(await callDirect(context.openai, scenario.mode));
       } else {
-        samples.push(await callGateway(context.bus, scenario.mode, marker, userId));
+        samples.push(await callGateway(context.bus, scenario.mode, userId));
         context.database.callsMade += 1;
       }
     }
@@ -374,20 +364,13 @@ async function runBlock(
   const cpuMs = {
     requester: (after.requester - before.requester) / 1_000,
     gateway: (after.gateway - before.gateway) / 1_000,
+    gatewayMainThread: (after.gatewayMainThread - before.gatewayMainThread) / 1_000,
     fake: (after.fake - before.fake) / 1_000,
     database: (after.database - before.database) / 1_000,
     machine: (after.machine - before.machine) / 1_000,
     steal: (after.steal - before.steal) / 1_000,
-    gatewayLoopActive: (after.gatewayLoopActive - before.gatewayLoopActive) / 1_000,
-    gatewayLoop: (after.gatewayLoop - before.gatewayLoop) / 1_000,
   };
   return { samples, wallMs, cpuWallMs, cpuMs };
-}
-
-async function takeTimings(context: Context) {
-  const report: Report = await context.gateway.ask({ type: 'take-timings' });
-  if (report.type !== 'timings') throw new Error(`asked for timings, got ${report.type}`);
-  return report;
 }
 
 function round(value: number, digits = 2): number {
@@ -412,6 +395,20 @@ function summarize(values: number[]): Summary {
   };
 }
 
+// What a histogram of seconds observed, in ms: its mean is exact, its percentiles are estimated
+// within its buckets.
+type HistogramSummary = { p50: number; p95: number; p99: number; mean: number };
+
+function summarizeHistogram(histogram: Histogram): HistogramSummary {
+  const ms = (seconds: number) => round(seconds * 1_000, 3);
+  return {
+    p50: ms(quantile(histogram, 0.5)),
+    p95: ms(quantile(histogram, 0.95)),
+    p99: ms(quantile(histogram, 0.99)),
+    mean: ms(histogram.sum / histogram.count),
+  };
+}
+
 function difference(a: Summary, b: Summary) {
   return { p50: round(a.p50 - b.p50), p95: round(a.p95 - b.p95), p99: round(a.p99 - b.p99) };
 }
@@ -429,7 +426,7 @@ function merge(blocks: Block[]) {
     // Cores kept busy by everything else: NATS, Redis, and whatever else runs on the machine.
     otherCores: round((total('machine') - ours) / cpuWallMs),
     stealCores: round(total('steal') / cpuWallMs),
-    gatewayLoopBusy: round(total('gatewayLoopActive') / total('gatewayLoop')),
+    gatewayMainThreadBusy: round(total('gatewayMainThread') / cpuWallMs),
     cpuMsPerRequest: {
       requester: perRequest('requester'),
       gateway: perRequest('gateway'),
@@ -441,7 +438,7 @@ function merge(blocks: Block[]) {
 
 function firstChunks(samples: Sample[]): number[] {
   return samples.map((sample) => {
-    if (sample.firstChunkMs === undefined) throw new Error(`${sample.marker}: no text chunk`);
+    if (sample.firstChunkMs === undefined) throw new Error('a streamed answer had no text chunk');
     return sample.firstChunkMs;
   });
 }
@@ -450,11 +447,13 @@ async function runScenarioWarmUp(context: Context, scenario: Scenario): Promise<
   await context.fake.ask({ type: 'configure', delayMs: scenario.providerDelayMs });
   await runBlock(context, scenario, 'direct', WARM_UP);
   await runBlock(context, scenario, 'gateway', WARM_UP);
-  await takeTimings(context);
 }
 
 async function runScenario(context: Context, scenario: Scenario) {
   await runScenarioWarmUp(context, scenario);
+  // Only the gateway blocks call the gateway, and each ends once its usage is recorded and rolled
+  // up: what the histograms gain from here to the end is theirs.
+  const before = await scrape(context.gateway.metricsUrl);
   const directBlocks: Block[] = [];
   const gatewayBlocks: Block[] = [];
   const perRound = Math.ceil(REQUESTS / ROUNDS);
@@ -462,37 +461,35 @@ async function runScenario(context: Context, scenario: Scenario) {
     directBlocks.push(await runBlock(context, scenario, 'direct', perRound));
     gatewayBlocks.push(await runBlock(context, scenario, 'gateway', perRound));
   }
-  const taken = await takeTimings(context);
-  const timings = new Map(taken.timings.map((timing) => [timing.marker, timing]));
+  const after = await scrape(context.gateway.metricsUrl);
+  const observed = (name: string, labels: Record<string, string> = {}) =>
+    observedSince(histogramOf(after, name, labels), histogramOf(before, name, labels));
   const direct = merge(directBlocks);
   const gateway = merge(gatewayBlocks);
-  const provider = gateway.samples.map((sample) => {
-    const timing = timings.get(sample.marker);
-    if (!timing) throw new Error(`${sample.marker}: the gateway did not time its provider call`);
-    return timing;
-  });
+  const overheadObserved = observed(OVERHEAD_METRIC);
+  if (overheadObserved.count !== gateway.samples.length) {
+    throw new Error(
+      `model-gateway timed ${overheadObserved.count} chat calls; the bench made ${gateway.samples.length}`,
+    );
+  }
+  const overhead = summarizeHistogram(overheadObserved);
+  const stage = (name: string) => summarizeHistogram(observed(STAGE_METRIC, { stage: name }));
+  const admit = stage('budget_admission');
+  const cooldownCheck = stage('cooldown_check');
+  const record = stage('usage_recording');
+  // Its buckets start at 10 ms: only the mean says something here.
+  const provider = observed(PROVIDER_METRIC, { gen_ai_request_model: MODEL });
+  const providerMeanMs = round((provider.sum / provider.count) * 1_000, 3);
 
   const isStream = scenario.mode === 'stream';
-  // The figure the overhead is taken of: the whole round trip, or the first text chunk.
-  const directMetric = isStream
-    ? firstChunks(direct.samples)
-    : direct.samples.map((s) => s.totalMs);
-  const gatewayMetric = isStream
-    ? firstChunks(gateway.samples)
-    : gateway.samples.map((s) => s.totalMs);
-  const providerMetric = provider.map((timing) => {
-    if (!isStream) return timing.providerMs;
-    if (timing.firstDeltaMs === null) throw new Error(`${timing.marker}: no delta from the SDK`);
-    return timing.firstDeltaMs;
-  });
-  const directSummary = summarize(directMetric);
-  const gatewaySummary = summarize(gatewayMetric);
-  const overhead = summarize(
-    gatewayMetric.map((value, index) => value - (providerMetric[index] ?? 0)),
+  // The figure compared with the direct way: the whole round trip, or the first text chunk.
+  const directSummary = summarize(
+    isStream ? firstChunks(direct.samples) : direct.samples.map((s) => s.totalMs),
   );
-  const admit = summarize(taken.stages.admit);
-  const cooldownCheck = summarize(taken.stages.cooldown);
-  const record = summarize(taken.stages.record);
+  const gatewaySummary = summarize(
+    isStream ? firstChunks(gateway.samples) : gateway.samples.map((s) => s.totalMs),
+  );
+  const roundTrip = summarize(gateway.samples.map((s) => s.totalMs));
   return {
     id: scenario.id,
     mode: scenario.mode,
@@ -514,25 +511,28 @@ async function runScenario(context: Context, scenario: Scenario) {
     },
     gateway: {
       ms: gatewaySummary,
-      roundTripMs: summarize(gateway.samples.map((s) => s.totalMs)),
-      providerMs: summarize(providerMetric),
+      roundTripMs: roundTrip,
+      providerMeanMs,
       requestsPerSecond: gateway.requestsPerSecond,
       cpuMsPerRequest: gateway.cpuMsPerRequest,
       otherCores: gateway.otherCores,
       stealCores: gateway.stealCores,
-      // Share of the time the gateway's event loop was running code rather than waiting.
-      eventLoopBusy: gateway.gatewayLoopBusy,
+      // Share of the time the gateway's main thread, its event loop's, was running.
+      mainThreadBusy: gateway.gatewayMainThreadBusy,
       // The gateway's own network steps, each call. Admission and the cooldown check run side by
       // side before the provider call (the cooldown read mostly from its cache), so "rest" is the
-      // mean overhead after admission; the usage recording runs after the reply.
+      // mean overhead after admission; the usage recording runs after the reply. "Outside" is
+      // the round trip's mean beyond the gateway's figure and the provider's: the NATS hops, the
+      // bus's validation and encoding on both sides, and waits before the handler starts.
       stagesMs: {
         admit,
         cooldownCheck,
         record,
-        restMean: round(overhead.mean - admit.mean),
+        restMean: round(overhead.mean - admit.mean, 3),
+        outsideMean: round(roundTrip.mean - providerMeanMs - overhead.mean, 3),
       },
     },
-    overheadMs: { perRequest: overhead, vsDirect: difference(gatewaySummary, directSummary) },
+    overheadMs: { inGateway: overhead, vsDirect: difference(gatewaySummary, directSummary) },
   };
 }
 
@@ -562,7 +562,7 @@ function resultsTable(results: ScenarioResult[]): Table {
       'scenario',
       'gateway ms p50/p95/p99',
       'direct ms p50/p95/p99',
-      'overhead per request p50/p95/p99',
+      'overhead in the gateway p50/p95/p99',
       'overhead vs direct p50/p95/p99',
       'req/s gateway / direct',
       'gateway CPU ms/req',
@@ -571,7 +571,7 @@ function resultsTable(results: ScenarioResult[]): Table {
       describeScenario(result),
       triple(result.gateway.ms),
       triple(result.direct.ms),
-      triple(result.overheadMs.perRequest),
+      triple(result.overheadMs.inGateway),
       triple(result.overheadMs.vsDirect),
       `${result.gateway.requestsPerSecond} / ${result.direct.requestsPerSecond}`,
       String(result.gateway.cpuMsPerRequest.gateway),
@@ -580,23 +580,25 @@ function resultsTable(results: ScenarioResult[]): Table {
 }
 
 function stagesTable(results: ScenarioResult[]): Table {
-  const both = (summary: Summary) => `${summary.mean} / ${summary.p95}`;
+  const both = (summary: HistogramSummary) => `${summary.mean} / ${summary.p95}`;
   return {
     columns: [
       'scenario',
-      'overhead mean / p95',
+      'overhead in the gateway mean / p95',
       'budget admission (Redis)',
       'cooldown check (Redis)',
       'rest of the mean',
       'usage recording, after the reply (Redis + JetStream ack)',
+      'outside the gateway, mean (NATS, the bus)',
     ],
     rows: results.map((result) => [
       describeScenario(result),
-      both(result.overheadMs.perRequest),
+      both(result.overheadMs.inGateway),
       both(result.gateway.stagesMs.admit),
       both(result.gateway.stagesMs.cooldownCheck),
       String(result.gateway.stagesMs.restMean),
       `${both(result.gateway.stagesMs.record)}${result.mode === 'stream' ? ' (after the last chunk)' : ''}`,
+      String(result.gateway.stagesMs.outsideMean),
     ]),
   };
 }
@@ -611,8 +613,8 @@ function cpuTable(results: ScenarioResult[]): Table {
       'fake, through the gateway',
       'fake, direct',
       'Postgres (usage rollup)',
-      'provider time in the gateway p50/p95/p99',
-      'gateway event loop busy',
+      'provider time in the gateway, mean',
+      'gateway main thread busy',
       'other cores busy, gateway / direct',
       'stolen cores, gateway / direct',
     ],
@@ -624,8 +626,8 @@ function cpuTable(results: ScenarioResult[]): Table {
       String(result.gateway.cpuMsPerRequest.fake),
       String(result.direct.cpuMsPerRequest.fake),
       String(result.gateway.cpuMsPerRequest.database),
-      triple(result.gateway.providerMs),
-      `${Math.round(result.gateway.eventLoopBusy * 100)} %`,
+      String(result.gateway.providerMeanMs),
+      `${Math.round(result.gateway.mainThreadBusy * 100)} %`,
       `${result.gateway.otherCores} / ${result.direct.otherCores}`,
       `${result.gateway.stealCores} / ${result.direct.stealCores}`,
     ]),
@@ -656,9 +658,9 @@ function verdictOf(results: ScenarioResult[]): string[] {
     (result) => result.mode === 'unary' && result.concurrency === 50 && result.hasUser,
   );
   return at50.map((result) => {
-    const p95 = result.overheadMs.perRequest.p95;
+    const p95 = result.overheadMs.inGateway.p95;
     return (
-      `${describeScenario(result)}: overhead p95 ${p95} ms per request ` +
+      `${describeScenario(result)}: overhead p95 ${p95} ms in the gateway ` +
       `(${result.overheadMs.vsDirect.p95} ms over the direct p95) — target < ${TARGET_P95_MS} ms ` +
       `${p95 < TARGET_P95_MS ? 'met' : 'missed'}`
     );
@@ -677,20 +679,22 @@ ${report.date} · gateway at ${machine.gatewayCode} · ${machine.cpus} × ${mach
 
 ${verdict}
 - For comparison: LiteLLM publishes an overhead of 2 ms p50 / 8 ms p95 on 4 instances of 4 CPUs
-  at ~1,170 req/s, measured inside the proxy (its own time around the provider call), so without
-  the hops between client and proxy that the figures here include.
+  at ~1,170 req/s, measured inside the proxy (its own time around the provider call), as the
+  gateway's figure here is; the figure against the direct calls also has the hops.
 
 ${markdownTable(resultsTable(report.scenarios))}
 
 All times in ms; ${report.requests} measured requests per scenario and way, after ${report.warmUp}
-warm-up requests. Streaming rows measure the time to the first text chunk, the others the whole
-round trip.
+warm-up requests. The gateway and direct columns of streaming rows are the time to the first text
+chunk, of the others the whole round trip; the overhead in the gateway is always the whole call's.
+Its percentiles are estimated within the buckets of model-gateway's histogram (each a quarter
+wider than the one below it), so they are good to about a tenth.
 
 ## Method
 
-Three processes, as in production: the requesters (the bench), the gateway (built as \`main.ts\`
-builds it, in a process of its own, its usage rollup included) and the model: the testkit's fake
-OpenAI-compatible server, in a process of its own, answering at once (or after the row's delay).
+Three processes, as in production: the requesters (the bench), model-gateway (its own
+\`main.ts\`, its usage rollup included) and the model: the test kit's fake OpenAI-compatible
+server, in a process of its own, answering at once (or after the row's delay).
 NATS and Redis are this machine's servers; Postgres: ${machine.database}. All of it shares the
 same ${machine.cpus} cores, and other work on the machine shows in the figures: see the load
 average above.
@@ -700,12 +704,13 @@ average above.
 - **gateway**: \`bus.request\` / \`bus.requestStreaming\` to \`model-gateway.chat\`, with a user id
   unless the row says otherwise. The request is shaped like the orchestrator's: a system message
   with profile, summary and memories, six messages of history and the question, about 2 KB.
-- **overhead per request**: each request's round trip at the requester minus the time its provider
-  call took inside the gateway (the \`openai\` SDK to the same fake, timed around
-  \`provider.chat\`). Streaming: first text chunk at the requester minus
-  first text delta out of the SDK inside the gateway.
+- **overhead in the gateway**: model-gateway's own \`model_gateway_call_overhead_seconds\`, read
+  from its \`/metrics\` before and after the row's gateway blocks: each chat call's time in the
+  gateway's handler less its waits on the provider (the \`openai\` SDK's call to the same fake,
+  less the gateway's relaying of streamed pieces, which happens inside it).
 - **overhead vs direct**: the gateway's percentile minus the direct way's percentile, a
-  cross-check that needs no stopwatch inside the gateway. With 50 requesters and a model that
+  cross-check that needs no stopwatch inside the gateway and includes what its figure leaves
+  out. With 50 requesters and a model that
   answers at once both ways are saturated (the direct one by the SDK's CPU use in the bench
   process), so both overhead figures are then mostly queueing, against different queues.
 - Direct and gateway blocks alternate ${report.rounds} times per scenario, so drift in the
@@ -718,11 +723,13 @@ average above.
   spread over one mean model time, so each block begins as it goes on rather than with 50
   requests arriving at once.
 
-What the overhead includes: on the requester, request and reply validation (zod), JSON, trace
-headers and the NATS round trip (two hops through the NATS server); in the gateway, envelope and
-request validation, budget admission (a Redis script: the daily token and cost budgets and the
-per-minute rate window; skipped without a user id), the provider cooldown check (Redis MGET),
-redaction of the prompt, the GenAI span and metrics, and the reply's validation. Usage recording
+What the overhead in the gateway includes: budget admission (a Redis script: the daily token and
+cost budgets and the per-minute rate window; skipped without a user id), the provider cooldown
+check (Redis MGET), redaction of the prompt, the GenAI span and metrics, relaying streamed pieces,
+and waits for the event loop in between. What only the figure against the direct calls includes:
+on the requester, request and reply validation (zod), JSON, trace headers and the NATS round trip
+(two hops through the NATS server); in the gateway, the bus's envelope and request validation
+before the handler and the reply's validation after it. Usage recording
 (a Redis script per call and a JetStream publish, sent together for the calls of one turn of the
 event loop) runs after the reply, but on the same event loop, so its cost shows in the others'.
 The usage rollup (a JetStream consumer in the gateway's process that counts each batch of usage
@@ -735,13 +742,15 @@ Settings in effect: ${report.settings}.
 
 ## Where the gateway's time goes
 
-Mean / p95 in ms of the gateway's own network steps, as timed inside the gateway process, each
-from its call to the moment the gateway's code resumes (so waits for a busy event loop count).
-Admission and the cooldown check run side by side before the provider call (the cooldowns mostly
-come from a cache refreshed once a period); "rest of the mean" is the mean overhead left after
-admission: NATS hops, validation, redaction, spans and waits for the event loop. The usage
-recording (last column) runs after the reply is sent, batched: calls recorded within 20 ms of the
-first are sent together, so it includes that wait.
+Mean / p95 in ms of the gateway's own network steps, from model-gateway's
+\`model_gateway_stage_seconds\`, each from its call to the moment the gateway's code resumes (so
+waits for a busy event loop count). Admission and the cooldown check run side by side before the
+provider call (the cooldowns mostly come from a cache refreshed once a period); "rest of the mean"
+is the mean overhead in the gateway left after admission: redaction, spans and waits for the event
+loop. The usage recording runs after the reply is sent, batched: calls recorded within 20 ms of
+the first are sent together, so it includes that wait. "Outside the gateway" is the mean round
+trip at the requester less the gateway's overhead and the provider's time (means): the NATS hops,
+the bus's validation and encoding on both sides, and waits before the gateway's handler starts.
 
 ${markdownTable(stagesTable(report.scenarios))}
 
@@ -749,9 +758,11 @@ ${markdownTable(stagesTable(report.scenarios))}
 
 ${markdownTable(cpuTable(report.scenarios))}
 
-"Gateway event loop busy" is the share of the gateway way's time in which the gateway's event
-loop ran code (\`performance.eventLoopUtilization\`): near 100 % it is saturated, and requests
-queue. "Postgres (usage rollup)" is the database's CPU per gateway request: the embedded one's
+"Gateway main thread busy" is the share of the gateway way's time in which the gateway's main
+thread, which runs its event loop, used the CPU (from \`/proc\`): near 100 % the loop is
+saturated, and requests queue. "Provider time" is the mean of model-gateway's
+\`gen_ai_client_operation_duration_seconds\` over the row's calls; CPU times are from \`/proc\`
+(the fake's from the process itself). "Postgres (usage rollup)" is the database's CPU per gateway request: the embedded one's
 process, or every process named postgres on the machine. "Other cores busy" is the machine's busy
 time outside the bench's processes and Postgres, in cores, over each way's blocks: NATS and Redis
 (busier through the gateway, which calls both), plus anything else running on the machine; a high
@@ -841,56 +852,60 @@ const fake = await startChild<typeof FakeCommand>(
   new URL('./fake-llm-process.ts', import.meta.url),
   { env: process.env },
 );
-const openaiBaseUrl = fake.ready.type === 'ready' ? fake.ready.openaiBaseUrl : undefined;
-if (!openaiBaseUrl) throw new Error('the fake model process did not say where it listens');
-const embedded = process.env.DATABASE_URL
-  ? undefined
-  : await startChild<typeof PostgresCommand>(
-      'embedded postgres',
-      new URL('./postgres-process.ts', import.meta.url),
-      { env: process.env },
-    );
-const databaseUrl =
-  process.env.DATABASE_URL ??
-  (embedded?.ready.type === 'ready' ? embedded.ready.databaseUrl : undefined);
-if (!databaseUrl) throw new Error('the embedded postgres process did not say where it listens');
-const gatewayEnv = {
-  ...process.env,
-  NATS_URL,
-  REDIS_URL,
-  DATABASE_URL: databaseUrl,
-  NATS_NAMESPACE: namespace,
-  OPENAI_API_KEY: 'bench-key',
-  OPENAI_BASE_URL: openaiBaseUrl,
-  MODEL_ROUTE_CHAT: `openai/${MODEL}`,
-};
-const effective = loadEnv(gatewayEnv);
-const limits = usageLimitsFrom(effective);
-const settings = [
-  `USER_DAILY_TOKEN_LIMIT=${limits.dailyTokens}`,
-  `USER_DAILY_COST_LIMIT_USD=${limits.dailyCostUsd}`,
-  `USER_REQUESTS_PER_MINUTE=${limits.requestsPerMinute}`,
-  `MODEL_REDACTION=${effective.MODEL_REDACTION}`,
-  `LOG_LEVEL=${effective.LOG_LEVEL}`,
-  `traces ${effective.OTEL_EXPORTER_OTLP_ENDPOINT ? 'exported' : 'made but not exported'}`,
-].join(', ');
-const gateway = await startChild<typeof GatewayCommand>(
-  'gateway',
-  new URL('./gateway-process.ts', import.meta.url),
-  { env: gatewayEnv, execArgv: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] },
+if (fake.ready.type !== 'ready') {
+  throw new Error('the fake model process did not say where it listens');
+}
+const openaiBaseUrl = fake.ready.openaiBaseUrl;
+const externalDatabaseUrl = process.env.DATABASE_URL;
+const dataDir = externalDatabaseUrl ? undefined : await makeTempDir('gateway-bench-pg');
+const forwarded = Object.fromEntries(
+  FORWARDED_SETTINGS.flatMap((key) => {
+    const value = process.env[key];
+    return value === undefined ? [] : [[key, value]];
+  }),
 );
+const settings = [
+  ...FORWARDED_SETTINGS.filter((key) => key !== 'OTEL_EXPORTER_OTLP_ENDPOINT').map((key) =>
+    key in forwarded ? `${key}=${forwarded[key]}` : `${key} at its default`,
+  ),
+  `traces ${'OTEL_EXPORTER_OTLP_ENDPOINT' in forwarded ? 'exported' : 'made but not exported'}`,
+].join(', ');
+const stack = new Stack({
+  services: ['model-gateway'],
+  ...(dataDir ? { dataDir: dataDir.path } : { databaseUrl: externalDatabaseUrl }),
+  ...(profileDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+  env: {
+    ...forwarded,
+    NATS_URL,
+    REDIS_URL,
+    NATS_NAMESPACE: namespace,
+    OPENAI_API_KEY: 'bench-key',
+    OPENAI_BASE_URL: openaiBaseUrl,
+    MODEL_ROUTE_CHAT: `openai/${MODEL}`,
+  },
+});
+await stack.start();
+const gatewayPid = stack.process('model-gateway')?.child.pid;
+if (gatewayPid === undefined) throw new Error('model-gateway has no process id');
 const openai = new OpenAI({ apiKey: 'bench-key', baseURL: openaiBaseUrl, maxRetries: 0 });
 // The gateway has migrated the database by now.
-const pool = createPool({ url: databaseUrl, applicationName: 'model-gateway-bench', max: 1 });
+const pool = createPool({ url: stack.databaseUrl, applicationName: 'model-gateway-bench', max: 1 });
 
 try {
+  const embeddedPid = stack.process('postgres')?.child.pid;
   const database: Database = {
     pool,
-    embedded,
+    embeddedPid,
     countedBefore: await countedCalls(pool),
     callsMade: 0,
   };
-  const context: Context = { bus, openai, gateway, fake, database };
+  const context: Context = {
+    bus,
+    openai,
+    gateway: { pid: gatewayPid, metricsUrl: `${stack.serviceUrl('model-gateway')}/metrics` },
+    fake,
+    database,
+  };
   const machine = {
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model ?? 'unknown',
@@ -899,7 +914,7 @@ try {
     nats: bus.nc.info?.version ?? 'unknown',
     redis: await redisVersion(redis),
     gatewayCode: await gatewayVersion(),
-    database: embedded
+    database: embeddedPid
       ? 'the embedded one (PGlite with pgvector) in a process of its own'
       : `PostgreSQL ${(await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? 'unknown'} at DATABASE_URL`,
     loadAverageAtStart,
@@ -912,7 +927,7 @@ try {
     const result = await runScenario(context, scenario);
     results.push(result);
     process.stdout.write(
-      `${describeScenario(result)}: overhead p50 ${result.overheadMs.perRequest.p50} ms, p95 ${result.overheadMs.perRequest.p95} ms\n`,
+      `${describeScenario(result)}: overhead in the gateway p50 ${result.overheadMs.inGateway.p50} ms, p95 ${result.overheadMs.inGateway.p95} ms\n`,
     );
   }
   const report = buildReport(results, machine, settings);
@@ -932,7 +947,7 @@ try {
   await writeFile(`${RESULTS}.md`, markdownOf(report));
   process.stdout.write(`written to ${RESULTS}.md and .json\n`);
 } finally {
-  await gateway.stop();
+  await stack.stopService('model-gateway');
   await fake.stop();
   // The rows of the bench's model; the markers of its events are pruned with the others. A
   // failure here must not hide the run's own.
@@ -940,7 +955,8 @@ try {
     .query('DELETE FROM model_gateway.usage_daily WHERE model = $1', [MODEL])
     .catch(() => undefined);
   await pool.end();
-  await embedded?.stop();
+  await stack.stop();
+  await dataDir?.remove();
   const jsm = await bus.nc.jetstreamManager();
   await jsm.streams.delete(bus.streamName(MODEL_USAGE_STREAM)).catch(() => false);
   for await (const keys of redis.scanStream({ match: `${namespace}:*`, count: 500 })) {

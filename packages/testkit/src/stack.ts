@@ -50,6 +50,11 @@ export class Stack {
     return `http://127.0.0.1:${this.port('gateway')}`;
   }
 
+  // A service's own HTTP server: /healthz, /readyz and /metrics (and the gateway's API).
+  serviceUrl(name: ServiceName): string {
+    return `http://127.0.0.1:${this.port(name)}`;
+  }
+
   get databaseUrl(): string {
     return this.options.databaseUrl ?? embeddedPostgresUrl('127.0.0.1', this.port('postgres'));
   }

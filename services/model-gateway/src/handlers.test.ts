@@ -16,13 +16,13 @@ import {
   REDIS_URL,
   startFakeLlm,
   uniqueNamespace,
+  waitFor,
 } from '@jarvis/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import { createRouting } from './routing/create-routing';
-import { createGenAiMetrics } from './telemetry/gen-ai';
 import { usageLimitsFrom } from './usage/usage-env';
 import { createUsageMeter } from './usage/usage-meter';
 import { ensureUsageStream } from './usage/usage-rollup';
@@ -68,7 +68,7 @@ async function startGateway(source: Record<string, string>): Promise<Gateway> {
     bus: server,
     redis,
     meter,
-    metrics: createGenAiMetrics(metrics),
+    metrics,
     logger,
   });
   const subscriptions = registerHandlers(server, routing);
@@ -216,7 +216,59 @@ describe('telemetry', () => {
       `gen_ai_client_operation_duration_seconds_count{${labels},error_type=""} 1`,
     );
   });
+
+  it("times the gateway's own part of a call, leaving out the provider's calls and the pause between them", async () => {
+    const { client, metrics } = await startGateway({ ...openai(), MODEL_RETRIES: '1' });
+    // 0.6 s of waiting on the provider: a refused call, the pause it asks for, the answer.
+    fake.script(
+      { status: 429, retryAfterSeconds: 0.3, delayMs: 100 },
+      { content: 'ok', delayMs: 200 },
+    );
+
+    await client.request(modelChat, {
+      userId: USER,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+
+    const overhead = await histogramOf(metrics, 'model_gateway_call_overhead_seconds');
+    expect(overhead.count).toBe(1);
+    expect(overhead.sum).toBeGreaterThan(0);
+    // Far below any one of the provider's waits, which the gateway's own steps are too.
+    expect(overhead.sum).toBeLessThan(0.1);
+    const stages = async () => ({
+      admission: await histogramOf(metrics, 'model_gateway_stage_seconds', 'budget_admission'),
+      cooldown: await histogramOf(metrics, 'model_gateway_stage_seconds', 'cooldown_check'),
+      recording: await histogramOf(metrics, 'model_gateway_stage_seconds', 'usage_recording'),
+    });
+    // The usage is recorded after the reply, with the others of its batch.
+    const { admission, cooldown, recording } = await waitFor(
+      async () => {
+        const timed = await stages();
+        return timed.recording.count > 0 ? timed : undefined;
+      },
+      { what: 'the usage recording to be timed' },
+    );
+    expect([admission.count, cooldown.count, recording.count]).toEqual([1, 1, 1]);
+    for (const stage of [admission, cooldown, recording]) expect(stage.sum).toBeGreaterThan(0);
+  });
 });
+
+// Count and sum of a histogram's series (of one stage, for the stage histogram).
+async function histogramOf(
+  metrics: Metrics,
+  name: string,
+  stage?: string,
+): Promise<{ count: number; sum: number }> {
+  const metric = metrics.registry.getSingleMetric(name);
+  if (!metric) throw new Error(`${name} is not registered`);
+  const { values } = await metric.get();
+  const total = (suffix: string) =>
+    values
+      .filter((value) => 'metricName' in value && value.metricName === `${name}_${suffix}`)
+      .filter((value) => stage === undefined || value.labels.stage === stage)
+      .reduce((total, value) => total + value.value, 0);
+  return { count: total('count'), sum: total('sum') };
+}
 
 describe('retries, fallbacks and cooldown', () => {
   const twoModels = () => ({

@@ -4,7 +4,6 @@ import { registerHandlers } from './handlers';
 import { createRedis } from './redis-client';
 import { registerRouteHandlers } from './route-handlers';
 import { createRouting } from './routing/create-routing';
-import { createGenAiMetrics } from './telemetry/gen-ai';
 import { usageLimitsFrom } from './usage/usage-env';
 import { registerUsageHandlers } from './usage/usage-handlers';
 import { createUsageMeter } from './usage/usage-meter';
@@ -33,7 +32,7 @@ await bootService(
       bus,
       redis,
       meter,
-      metrics: createGenAiMetrics(metrics),
+      metrics,
       logger,
     });
     for (const purpose of ['chat', 'utility', 'embed'] as const) {

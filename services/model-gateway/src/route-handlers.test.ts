@@ -8,7 +8,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnv } from './env';
 import { registerRouteHandlers } from './route-handlers';
 import { createRouting, type Routing } from './routing/create-routing';
-import { createGenAiMetrics } from './telemetry/gen-ai';
 import { usageLimitsFrom } from './usage/usage-env';
 import { createUsageMeter } from './usage/usage-meter';
 
@@ -45,7 +44,7 @@ async function startGateway(
     bus: server,
     redis,
     meter,
-    metrics: createGenAiMetrics(createMetrics('model-route-test')),
+    metrics: createMetrics('model-route-test'),
     logger,
   });
   const subscriptions = registerRouteHandlers(server, routing);

@@ -13,6 +13,7 @@ import { costOf, type ModelTarget, type Purpose } from '../config/model-config';
 import type { ChatCall, ChatResult, Provider } from '../providers/provider';
 import { classifyError, ProviderError } from '../providers/provider-error';
 import { createRedactor, type Redactor } from '../redaction/redactor';
+import type { CallMetrics } from '../telemetry/call-metrics';
 import { GEN_AI, type GenAiMetrics } from '../telemetry/gen-ai';
 import type { UsageMeter } from '../usage/usage-meter';
 import type { Cooldown } from './cooldown';
@@ -32,6 +33,7 @@ export type RouterDeps = {
   cooldown: Cooldown;
   meter: UsageMeter;
   metrics: GenAiMetrics;
+  callMetrics: CallMetrics;
   settings: RouterSettings;
   logger: Logger;
 };
@@ -51,6 +53,8 @@ type Job = {
   // seeing two answers.
   streamed: boolean;
   redactor: Redactor | undefined;
+  // Time spent waiting on providers so far: their calls and the pauses between retries.
+  waited: { ms: number };
 };
 
 // Tokens of a prompt, estimated at four characters each, so the context-window check costs
@@ -61,13 +65,30 @@ function estimateTokens(job: Job): number {
   return Math.ceil((text.join('').length + tools.length) / 4);
 }
 
+type ChatIo = { signal: AbortSignal; onChunk?: (chunk: ModelChatChunk) => void };
+
 // One chat request: the purpose's models in order, each retried with backoff on transient
 // failures, skipped while its provider cools down or when the prompt cannot fit it, until one
 // answers. Everything that went wrong on the way is in the reply's `attempts`.
 export async function routeChat(
   deps: RouterDeps,
   request: Request,
-  io: { signal: AbortSignal; onChunk?: (chunk: ModelChatChunk) => void },
+  io: ChatIo,
+): Promise<ModelChatResponse> {
+  const started = performance.now();
+  const waited = { ms: 0 };
+  try {
+    return await answerRequest(deps, request, io, waited);
+  } finally {
+    deps.callMetrics.recordOverhead((performance.now() - started - waited.ms) / 1_000);
+  }
+}
+
+async function answerRequest(
+  deps: RouterDeps,
+  request: Request,
+  io: ChatIo,
+  waited: Job['waited'],
 ): Promise<ModelChatResponse> {
   const requestId = request.requestId ?? randomUUID();
   const route = deps.routes[request.purpose];
@@ -86,12 +107,17 @@ export async function routeChat(
     onChunk: io.onChunk,
     streamed: false,
     redactor: undefined,
+    waited,
   };
   const needed = estimateTokens(job) + (request.maxTokens ?? 0);
   // Both read Redis: side by side, and in one write when the cooldowns are due a refresh.
   const [cooling] = await Promise.all([
-    deps.cooldown.open([...new Set(route.map((target) => target.provider))]),
-    deps.meter.admit(request.userId, request.purpose),
+    deps.callMetrics.timeStage('cooldown_check', () =>
+      deps.cooldown.open([...new Set(route.map((target) => target.provider))]),
+    ),
+    deps.callMetrics.timeStage('budget_admission', () =>
+      deps.meter.admit(request.userId, request.purpose),
+    ),
   ]);
   const attempts: ModelChatResponse['attempts'] = [];
   let tooLong = 0;
@@ -114,23 +140,32 @@ export async function routeChat(
     try {
       const result = await withRetries(
         deps.settings,
-        { deadline: job.deadline, signal: job.signal, canRetry: () => !job.streamed },
+        {
+          deadline: job.deadline,
+          signal: job.signal,
+          canRetry: () => !job.streamed,
+          onPaused: (ms) => {
+            waited.ms += ms;
+          },
+        },
         (timeoutMs) => answerWith(deps, job, provider, target, timeoutMs),
       );
       const costUsd = costOf(target.info, result.usage.inputTokens, result.usage.outputTokens);
       // Not awaited: the answer need not wait for the accounting (see UsageMeter.record).
-      void deps.meter.record({
-        // Per call, not per request: a caller may reuse its requestId for a retry.
-        id: randomUUID(),
-        ...(request.userId ? { userId: request.userId } : {}),
-        provider: target.provider,
-        model: target.model,
-        purpose: request.purpose,
-        inputTokens: result.usage.inputTokens,
-        outputTokens: result.usage.outputTokens,
-        costUsd,
-        at: new Date().toISOString(),
-      });
+      void deps.callMetrics.timeStage('usage_recording', () =>
+        deps.meter.record({
+          // Per call, not per request: a caller may reuse its requestId for a retry.
+          id: randomUUID(),
+          ...(request.userId ? { userId: request.userId } : {}),
+          provider: target.provider,
+          model: target.model,
+          purpose: request.purpose,
+          inputTokens: result.usage.inputTokens,
+          outputTokens: result.usage.outputTokens,
+          costUsd,
+          at: new Date().toISOString(),
+        }),
+      );
       deps.cooldown.recordSuccess(target.provider);
       attempts.push(nameOf(target));
       return { requestId, ...result, provider: target.provider, costUsd, attempts };
@@ -275,7 +310,7 @@ async function callOnce(
     async (span) => {
       let result: ChatResult;
       try {
-        result = await chat(call);
+        result = await waitOnProvider(job, () => chat(call));
       } catch (error) {
         const failure = classifyError(error, job.signal);
         span.setAttribute(GEN_AI.errorType, failure.kind);
@@ -304,6 +339,15 @@ async function callOnce(
       return restored;
     },
   );
+}
+
+async function waitOnProvider<T>(job: Job, call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await call();
+  } finally {
+    job.waited.ms += performance.now() - started;
+  }
 }
 
 function secondsSince(started: number): number {
@@ -362,7 +406,13 @@ function openStream(job: Job, redactor: Redactor | undefined) {
     job.onChunk?.({ type: 'delta', requestId: job.requestId, text });
   };
   return {
-    push: (text: string) => send(restorer ? restorer.push(text) : text),
+    // Called while the provider's call is timed as a wait on it: relaying a piece is the
+    // gateway's own work, so its time is taken back out of the wait.
+    push: (text: string) => {
+      const pushedAt = performance.now();
+      send(restorer ? restorer.push(text) : text);
+      job.waited.ms -= performance.now() - pushedAt;
+    },
     finish(toolCalls: ToolCall[]) {
       if (restorer) send(restorer.flush());
       for (const toolCall of toolCalls) {

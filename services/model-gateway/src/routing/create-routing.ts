@@ -1,11 +1,12 @@
 import type { Bus } from '@jarvis/bus';
 import { type ModelRouteChanged, modelRouteChanged } from '@jarvis/contracts';
-import type { Logger } from '@jarvis/telemetry';
+import type { Logger, Metrics } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { loadModelConfig, type ModelConfig } from '../config/model-config';
 import type { Env } from '../env';
 import { createProviders } from '../providers/registry';
-import type { GenAiMetrics } from '../telemetry/gen-ai';
+import { createCallMetrics } from '../telemetry/call-metrics';
+import { createGenAiMetrics } from '../telemetry/gen-ai';
 import type { UsageMeter } from '../usage/usage-meter';
 import type { RouterDeps } from './chat-router';
 import { createCooldown } from './cooldown';
@@ -17,7 +18,9 @@ export type Routing = { chat: RouterDeps; embed: EmbedDeps; config: ModelConfig 
 // the gateway the same way.
 export function createRouting(
   env: Env,
-  deps: { bus: Bus; redis: Redis; meter: UsageMeter; metrics: GenAiMetrics; logger: Logger },
+  // The model call metrics go on `metrics`' registry, which takes them once (prom-client
+  // refuses a name it has).
+  deps: { bus: Bus; redis: Redis; meter: UsageMeter; metrics: Metrics; logger: Logger },
 ): Routing {
   const providers = createProviders(env);
   const config = loadModelConfig(env, (provider) => providers.has(provider));
@@ -42,7 +45,8 @@ export function createRouting(
     routes: config.routes,
     cooldown,
     meter: deps.meter,
-    metrics: deps.metrics,
+    metrics: createGenAiMetrics(deps.metrics),
+    callMetrics: createCallMetrics(deps.metrics),
     logger: deps.logger,
     settings: {
       timeoutMs: env.MODEL_TIMEOUT_MS,

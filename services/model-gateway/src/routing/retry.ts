@@ -13,6 +13,8 @@ export type RetryScope = {
   signal: AbortSignal;
   // False once a retry could no longer be hidden from the caller (a streamed piece went out).
   canRetry(): boolean;
+  // Told how long each pause between tries lasted: time spent waiting on the provider.
+  onPaused?(ms: number): void;
 };
 
 // One model, retried on 429, 5xx and network errors with exponential backoff and full jitter,
@@ -36,7 +38,12 @@ export async function withRetries<T>(
       const backoff = Math.random() * settings.retryBaseMs * 2 ** tries;
       const wait = failure.retryAfterMs ?? backoff;
       if (wait > settings.retryMaxWaitMs || wait >= scope.deadline - Date.now()) throw failure;
-      await sleep(wait, scope.signal);
+      const pausedAt = performance.now();
+      try {
+        await sleep(wait, scope.signal);
+      } finally {
+        scope.onPaused?.(performance.now() - pausedAt);
+      }
     }
   }
 }

@@ -21,7 +21,7 @@ import { type Engine, type EngineSettings, startEngine } from './services/engine
 import type { ScheduleLimits } from './services/schedule-service';
 
 // The defaults of env.ts.
-export const DEFAULT_LIMITS: ScheduleLimits = {
+const DEFAULT_LIMITS: ScheduleLimits = {
   maxSchedulesPerUser: 500,
   agentRunsPerDay: 50,
   agentMinIntervalMinutes: 15,
@@ -30,7 +30,7 @@ export const DEFAULT_LIMITS: ScheduleLimits = {
   missedMaxRuns: 10,
 };
 
-export const TEST_ENGINE_SETTINGS: EngineSettings = {
+const TEST_ENGINE_SETTINGS: EngineSettings = {
   leaseMs: 30_000,
   concurrency: 32,
   maxSleepMs: 60_000,

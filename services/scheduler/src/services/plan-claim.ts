@@ -5,7 +5,7 @@ import { occurrenceAfter } from './occurrences';
 // or recorded skipped or missed with its reason), and the schedule's cursor moves past them.
 // Pure: the engine gives it the time and what it found out (the previous run, the daily cap).
 
-export type PlannedRun = {
+type PlannedRun = {
   scheduledFor: Date;
   status: 'running' | 'skipped' | 'missed';
   reason: string | null;
@@ -29,7 +29,7 @@ export type PlanContext = {
 // this many of one schedule and leaves the rest due for the next claim, a moment later.
 export const MAX_DUE_PER_CLAIM = 1_000;
 
-export const REASONS = {
+const REASONS = {
   pastGrace: 'past_grace_window',
   skipPolicy: 'missed_skip_policy',
   caughtUp: 'caught_up_by_later_run',

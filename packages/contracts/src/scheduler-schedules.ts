@@ -129,6 +129,9 @@ export const Schedule = z.object({
   runCount: z.number().int().nonnegative(),
   // Null once the schedule has ended.
   nextRunAt: Timestamp.nullable(),
+  // nextRunAt on the wall clock of timeZone ("Tuesday 3 December, 09:00 Oslo time"): one wording
+  // of a time for every client that tells it to the user, so they can correct it.
+  nextRunText: z.string().nullable(),
   status: ScheduleStatus,
   // user: through the API; model: through the schedule_create tool.
   createdBy: z.enum(['user', 'model']),

@@ -1,8 +1,7 @@
 import * as chrono from 'chrono-node';
 import { Temporal } from 'temporal-polyfill';
 
-// When a schedule the model makes should fire, and how that time is told back: in the user's
-// zone, so the user can correct it.
+// When a schedule the model makes should fire, read in the user's zone.
 
 export type ResolvedTime = { at: Date } | { problem: string };
 
@@ -17,7 +16,7 @@ export function resolveTime(text: string, now: Date, timeZone: string): Resolved
   }
   if (at.getTime() <= now.getTime()) {
     return {
-      problem: `at: ${describeInstant(at, timeZone, now)} is in the past (it is now ${describeInstant(now, timeZone, now)})`,
+      problem: `at: ${isoInZone(at, timeZone)} is in the past (it is now ${isoInZone(now, timeZone)} in ${timeZone})`,
     };
   }
   return { at };
@@ -65,46 +64,11 @@ function readPhrase(text: string, now: Date, timeZone: string): Date | undefined
   );
 }
 
-const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
-const MONTHS = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
-];
-
-// "Tuesday 3 December, 09:00 Oslo time", with the year when it is not the current one: the
-// scheduler's wording (its rules' describeInstant), so a time reads the same in a tool's answer
-// and in the scheduler's.
-export function describeInstant(instant: Date, timeZone: string, now: Date = new Date()): string {
-  const zoned = zonedAt(instant, timeZone);
-  const year = zoned.year === zonedAt(now, timeZone).year ? '' : ` ${zoned.year}`;
-  const time = `${pad(zoned.hour)}:${pad(zoned.minute)}`;
-  return `${WEEKDAYS[zoned.dayOfWeek - 1]} ${zoned.day} ${MONTHS[zoned.month - 1]}${year}, ${time} ${placeOf(zoned)}`;
-}
-
-function zonedAt(instant: Date, timeZone: string): Temporal.ZonedDateTime {
-  return Temporal.Instant.fromEpochMilliseconds(instant.getTime()).toZonedDateTimeISO(timeZone);
-}
-
-// "America/New_York" is New York time. Zones without a place (UTC, Etc/GMT+5) are told by their
-// offset, which Etc/GMT names state with the sign inverted.
-function placeOf(zoned: Temporal.ZonedDateTime): string {
-  const id = zoned.timeZoneId;
-  if (id.includes('/') && !id.startsWith('Etc/')) {
-    return `${(id.split('/').at(-1) ?? id).replaceAll('_', ' ')} time`;
-  }
-  return zoned.offsetNanoseconds === 0 ? 'UTC' : `UTC${zoned.offset}`;
-}
-
-function pad(value: number): string {
-  return String(value).padStart(2, '0');
+// An instant on the wall clock of the zone, with its offset: the form the tool asks the model for,
+// so that it can correct a time it got wrong. The user's wording of a time is the scheduler's
+// (a schedule's nextRunText).
+function isoInZone(instant: Date, timeZone: string): string {
+  return Temporal.Instant.fromEpochMilliseconds(instant.getTime())
+    .toZonedDateTimeISO(timeZone)
+    .toString({ smallestUnit: 'second', timeZoneName: 'never' });
 }

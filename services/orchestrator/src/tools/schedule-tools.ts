@@ -11,7 +11,7 @@ import {
 } from '@jarvis/contracts';
 import { z } from 'zod';
 import { type AgentTool, jsonSchemaOf, type ToolContext, ToolInputError } from './agent-tool';
-import { describeInstant, resolveTime } from './schedule-time';
+import { resolveTime } from './schedule-time';
 
 // The model's half of the schedules API. The rule and the action are flat fields, one of each,
 // which models fill in more reliably than nested unions; the user, the conversation and the
@@ -129,7 +129,7 @@ export function createScheduleTools(bus: Bus, risky: Set<string>): AgentTool[] {
             { timeoutMs: context.timeoutMs },
           ),
         );
-        const shownSchedule = shown(schedule, zone, now);
+        const shownSchedule = shown(schedule);
         return {
           ...shownSchedule,
           note:
@@ -156,9 +156,7 @@ export function createScheduleTools(bus: Bus, risky: Set<string>): AgentTool[] {
             { timeoutMs: context.timeoutMs },
           ),
         );
-        const zone = userZone(context);
-        const now = new Date();
-        return { schedules: schedules.map((schedule) => shown(schedule, zone, now)) };
+        return { schedules: schedules.map(shown) };
       },
     },
     {
@@ -234,8 +232,9 @@ async function askScheduler<T>(request: () => Promise<T>): Promise<T> {
   }
 }
 
-// A schedule as the model reads it: times in the user's zone, the rule in words it can repeat.
-function shown(schedule: Schedule, zone: string, now: Date) {
+// A schedule as the model reads it: the next run in the scheduler's words (in the schedule's
+// zone), the rule in words it can repeat.
+function shown(schedule: Schedule) {
   return {
     id: schedule.id,
     ...(schedule.name ? { name: schedule.name } : {}),
@@ -248,7 +247,7 @@ function shown(schedule: Schedule, zone: string, now: Date) {
           : 'once',
     status: schedule.status,
     // Null once it has ended.
-    nextRun: schedule.nextRunAt ? describeInstant(new Date(schedule.nextRunAt), zone, now) : null,
+    nextRun: schedule.nextRunText,
     nextRunAt: schedule.nextRunAt,
   };
 }

@@ -1,6 +1,7 @@
 import type { Schedule, ScheduleRun } from '@jarvis/contracts';
 import type { RunRecord } from '../repositories/runs-repository';
 import type { ScheduleRecord } from '../repositories/schedules-repository';
+import { describeInstant } from '../rules';
 
 // When the schedule is next due: its rule's next occurrence or a snooze, whichever comes first.
 export function dueAt(schedule: ScheduleRecord): Date | null {
@@ -30,6 +31,7 @@ export function toSchedule(schedule: ScheduleRecord): Schedule {
     maxRuns: schedule.maxRuns,
     runCount: schedule.runCount,
     nextRunAt: next?.toISOString() ?? null,
+    nextRunText: next ? describeInstant(next, schedule.timeZone) : null,
     status: schedule.status,
     createdBy: schedule.createdBy,
     createdAt: schedule.createdAt.toISOString(),

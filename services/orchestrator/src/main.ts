@@ -1,4 +1,4 @@
-import { ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
+import { ensureUserEventStream, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
 import { MISSIONS_STREAM, missionWork, TURNS_STREAM, turnRequested } from '@jarvis/contracts';
 import { bootService } from '@jarvis/service-kit';
 import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
@@ -13,7 +13,6 @@ import { watchTurnCancellations } from './services/cancel-turn';
 import { watchChatRoute } from './services/chat-route';
 import { startSubmissionSweeper } from './services/submission-sweeper';
 import type { SubmitDeps } from './services/submit-turn';
-import { ensureUserEventStream } from './services/user-events';
 import { createMemoryTools } from './tools/memory-tools';
 import { createMissionTool } from './tools/mission-tool';
 import { startRemoteTools } from './tools/remote-tools';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError, publishWork } from '@jarvis/bus';
+import { type Bus, BusError, publishUserEvent, publishWork } from '@jarvis/bus';
 import {
   type MissionDetail,
   type MissionsCreateRequest,
@@ -26,7 +26,6 @@ import {
   setTaskStatus,
 } from '../repositories/missions-repository';
 import type { LoopBudget, LoopSettings } from '../services/agent-loop';
-import { publishUserEvent } from '../services/user-events';
 import type { AgentTool } from '../tools/agent-tool';
 
 export type MissionDeps = {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
+import { ensureUserEventStream, ensureWorkQueue, type WorkQueueOptions } from '@jarvis/bus';
 import {
   MISSIONS_STREAM,
   type MissionDetail,
@@ -9,7 +9,6 @@ import {
 } from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureUserEventStream } from '../services/user-events';
 import { type ServicesFixture, startServicesFixture } from '../services-fixture';
 import type { MissionDeps } from './mission-service';
 import { registerMissionHandlers } from './missions-handlers';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError, type Outcome, publishWork } from '@jarvis/bus';
+import { type Bus, BusError, type Outcome, publishUserEvent, publishWork } from '@jarvis/bus';
 import {
   type ErrorInfo,
   EXTRACTION_RECALLED_MAX,
@@ -48,7 +48,6 @@ import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import type { ChatRoute } from './chat-route';
 import { describeContext, fitContext, planContextBudget } from './context-budget';
 import { announce, approvalRequest, describeOutcome } from './turn-outcome';
-import { publishUserEvent } from './user-events';
 
 export type TurnDeps = {
   bus: Bus;

@@ -3,6 +3,7 @@ import { bootService } from '@jarvis/service-kit';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import { startEngine } from './services/engine';
+import { ensureSystemSchedules } from './services/system-jobs';
 
 const env = loadEnv();
 
@@ -32,6 +33,8 @@ await bootService(
         missedMaxRuns: env.SCHEDULER_MISSED_MAX_RUNS,
       },
     });
+    // Before the engine's first tick, so that a roll-up missed while it was down is caught up.
+    await ensureSystemSchedules(pool);
     // Started once the bus and the migrated pool are there: its first tick is the catch-up.
     const engine = startEngine(
       { bus, pool, logger },

@@ -57,6 +57,8 @@ type FixtureOptions = {
   // The services the scheduler delivers to, each its own process on the test's database and
   // NATS namespace, as in production.
   services?: readonly ServiceName[];
+  // More settings for those services (model-gateway's provider, say).
+  env?: Record<string, string>;
   limits?: Partial<ScheduleLimits>;
 };
 
@@ -85,7 +87,7 @@ export async function startSchedulerFixture(
     const services = new Stack({
       services: options.services ?? [],
       databaseUrl: db.url,
-      env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn' },
+      env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn', ...options.env },
     });
     await services.start();
     stoppers.push(() => services.stop());

@@ -6,7 +6,7 @@ import type { Queryable } from '@jarvis/db';
 type RunRow = {
   id: string;
   schedule_id: string;
-  user_id: string;
+  user_id: string | null;
   scheduled_for: Date;
   status: ScheduleRunStatus;
   started_at: Date | null;
@@ -21,7 +21,8 @@ type RunRow = {
 export type RunRecord = {
   id: string;
   scheduleId: string;
-  userId: string;
+  // Null: a system job's run.
+  userId: string | null;
   scheduledFor: Date;
   status: ScheduleRunStatus;
   startedAt: Date | null;
@@ -56,7 +57,7 @@ function toRecord(row: RunRow): RunRecord {
 export type NewRun = {
   id: string;
   scheduleId: string;
-  userId: string;
+  userId: string | null;
   scheduledFor: Date;
   // running: its action is delivered next, under a lease until leaseUntil. The others are
   // written finished.

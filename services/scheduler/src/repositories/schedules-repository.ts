@@ -5,15 +5,16 @@ import {
   type ScheduleStatus,
 } from '@jarvis/contracts';
 import type { Queryable } from '@jarvis/db';
+import { z } from 'zod';
 import type { Rule } from '../rules';
 
 // Schedules. Every query a user's request reaches is scoped by user_id: another user's schedule
-// looks exactly like a missing one. The engine addresses rows by id alone, under the row locks
-// of its claim.
+// looks exactly like a missing one, and a system job (user_id NULL) like none at all. The engine
+// addresses rows by id alone, under the row locks of its claim.
 
 type ScheduleRow = {
   id: string;
-  user_id: string;
+  user_id: string | null;
   kind: ScheduleKind;
   name: string | null;
   action: unknown;
@@ -32,11 +33,19 @@ type ScheduleRow = {
   next_run_at: Date | null;
   snooze_at: Date | null;
   status: ScheduleStatus;
-  created_by: 'user' | 'model';
+  created_by: 'user' | 'model' | 'system';
   source_run_id: string | null;
   created_at: Date;
   updated_at: Date;
 };
+
+// The scheduler's own jobs. Internal: the contracts' ScheduleAction, what users may ask for,
+// does not have it.
+const SystemAction = z.strictObject({
+  type: z.literal('system'),
+  job: z.enum(['weekly_rollup']),
+});
+type SystemAction = z.infer<typeof SystemAction>;
 
 export type ScheduleRecord = {
   id: string;
@@ -65,6 +74,16 @@ export type ScheduleRecord = {
   updatedAt: Date;
 };
 
+// A system job's schedule: no user, no conversation.
+export type SystemScheduleRecord = Omit<ScheduleRecord, 'userId' | 'action' | 'createdBy'> & {
+  userId: null;
+  action: SystemAction;
+  createdBy: 'system';
+};
+
+// What the engine claims and delivers: a user's schedule or a system job (userId tells).
+export type StoredSchedule = ScheduleRecord | SystemScheduleRecord;
+
 const COLUMNS = `id, user_id, kind, name, action, at, cron, every_minutes, time_zone, conversation_id,
   missed_policy, missed_max_runs, grace_minutes, start_at, end_at, max_runs, run_count,
   next_run_at, snooze_at, status, created_by, source_run_id, created_at, updated_at`;
@@ -86,13 +105,11 @@ function toRule(row: ScheduleRow): Rule {
   throw new Error(`schedule ${row.id} of kind ${row.kind} lacks its rule`);
 }
 
-function toRecord(row: ScheduleRow): ScheduleRecord {
-  return {
+function toStored(row: ScheduleRow): StoredSchedule {
+  const common = {
     id: row.id,
-    userId: row.user_id,
     kind: row.kind,
     name: row.name,
-    action: ScheduleAction.parse(row.action),
     rule: toRule(row),
     timeZone: row.time_zone,
     conversationId: row.conversation_id,
@@ -106,11 +123,27 @@ function toRecord(row: ScheduleRow): ScheduleRecord {
     nextRunAt: row.next_run_at,
     snoozeAt: row.snooze_at,
     status: row.status,
-    createdBy: row.created_by,
     sourceRunId: row.source_run_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+  if (row.user_id === null) {
+    return { ...common, userId: null, action: SystemAction.parse(row.action), createdBy: 'system' };
+  }
+  return {
+    ...common,
+    userId: row.user_id,
+    action: ScheduleAction.parse(row.action),
+    // The table's checks keep 'system' to rows without a user.
+    createdBy: row.created_by === 'model' ? 'model' : 'user',
+  };
+}
+
+// A row a user's request reached: scoped by user_id, so never a system job's.
+function toRecord(row: ScheduleRow): ScheduleRecord {
+  const stored = toStored(row);
+  if (stored.userId === null) throw new Error(`system schedule ${row.id} in a user's query`);
+  return stored;
 }
 
 function ruleColumns(rule: Rule) {
@@ -121,12 +154,15 @@ function ruleColumns(rule: Rule) {
   };
 }
 
-export async function insertSchedule(db: Queryable, schedule: ScheduleRecord): Promise<void> {
+// A system job's schedule has a fixed id: inserted at every start, it is made once and then kept
+// as it is (its cursor above all).
+export async function insertSchedule(db: Queryable, schedule: StoredSchedule): Promise<void> {
   const rule = ruleColumns(schedule.rule);
   await db.query(
     `INSERT INTO scheduler.schedules (${COLUMNS})
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-             $19, $20, $21, $22, $23, $24)`,
+             $19, $20, $21, $22, $23, $24)
+     ON CONFLICT (id) DO NOTHING`,
     [
       schedule.id,
       schedule.userId,
@@ -205,13 +241,13 @@ export async function findSchedule(
 export async function findSchedulesByIds(
   db: Queryable,
   ids: string[],
-): Promise<Map<string, ScheduleRecord>> {
+): Promise<Map<string, StoredSchedule>> {
   if (ids.length === 0) return new Map();
   const { rows } = await db.query<ScheduleRow>(
     `SELECT ${COLUMNS} FROM scheduler.schedules WHERE id = ANY($1)`,
     [ids],
   );
-  return new Map(rows.map((row) => [row.id, toRecord(row)]));
+  return new Map(rows.map((row) => [row.id, toStored(row)]));
 }
 
 // A user's schedules can pile up (every one-shot reminder stays, ended): a listing past this many
@@ -292,7 +328,7 @@ export async function lockDueSchedules(
   db: Queryable,
   now: Date,
   limit: number,
-): Promise<ScheduleRecord[]> {
+): Promise<StoredSchedule[]> {
   const { rows } = await db.query<ScheduleRow>(
     `SELECT ${COLUMNS} FROM scheduler.schedules
       WHERE status = 'active' AND LEAST(next_run_at, snooze_at) <= $1
@@ -301,7 +337,7 @@ export async function lockDueSchedules(
       FOR UPDATE SKIP LOCKED`,
     [now, limit],
   );
-  return rows.map(toRecord);
+  return rows.map(toStored);
 }
 
 // Due agent work (prompt, mission), read without locking: whether each one's previous run still

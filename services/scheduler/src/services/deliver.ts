@@ -9,14 +9,17 @@ import {
   type RunOutcome,
   type RunRecord,
 } from '../repositories/runs-repository';
-import type { ScheduleRecord } from '../repositories/schedules-repository';
+import type { ScheduleRecord, StoredSchedule } from '../repositories/schedules-repository';
 import { dueAt, toScheduleRun } from './schedule-views';
+import { runSystemJob } from './system-jobs';
+import { isTransient } from './transient-error';
 
 // The one way an occurrence takes effect: its action, then the user's event, then the run marked
 // fired. Each step is keyed by the run, so a delivery repeated after a crash anywhere in it (a
 // lease taken over) has exactly one effect: memory keeps one message per idempotency key, the
 // orchestrator one turn per turn id and one mission per key, and the event stream one event per
-// message id. Notifications will hook in here, after the action.
+// message id. Notifications will hook in here, after the action. A system job (no user) is
+// delivered here too, under the same lease and retry rules, and tells no user.
 
 export type DeliveryDeps = { bus: Bus; pool: Pool; logger: Logger };
 
@@ -97,10 +100,6 @@ async function performAction(
   return { conversationId: mission.conversationId, missionId: mission.id };
 }
 
-function isTransient(error: unknown): boolean {
-  return error instanceof BusError && (error.code === 'unavailable' || error.code === 'timeout');
-}
-
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -128,32 +127,57 @@ async function performWithRetries(
   return performAction(bus, schedule, run);
 }
 
+// A delivery that did not take effect: tried again later while the service may come back within
+// the grace window, failed for good otherwise.
+async function settleFailure(
+  deps: DeliveryDeps,
+  run: RunRecord,
+  schedule: StoredSchedule,
+  error: unknown,
+  signal: AbortSignal,
+): Promise<void> {
+  const now = new Date();
+  const graceEnds = run.scheduledFor.getTime() + schedule.graceMinutes * 60_000;
+  if (isTransient(error) && (signal.aborted || now.getTime() < graceEnds)) {
+    // Stopping: another replica (or this one, restarted) may take it at once.
+    const waitMs = signal.aborted
+      ? 0
+      : Math.min(POSTPONE_BASE_MS * 2 ** (run.attempts - 1), POSTPONE_MAX_MS);
+    deps.logger.warn({ err: error, runId: run.id, waitMs }, 'delivery postponed');
+    await postponeRun(deps.pool, run.id, new Date(now.getTime() + waitMs));
+    return;
+  }
+  const reason = error instanceof BusError ? `${error.code}: ${error.message}` : 'internal error';
+  deps.logger.warn({ err: error, runId: run.id }, 'delivery failed');
+  await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+}
+
 // Delivers one claimed run. `signal` ends retries when the process stops: the run is then left
 // to its lease.
 export async function deliver(
   deps: DeliveryDeps,
   run: RunRecord,
-  schedule: ScheduleRecord,
+  schedule: StoredSchedule,
   signal: AbortSignal,
 ): Promise<void> {
+  if (schedule.userId === null) {
+    let reason: string;
+    try {
+      // Not retried at once: a job waits on the utility model, which is better asked again
+      // after the postponement than three times in a row.
+      reason = await runSystemJob(deps, schedule, run, signal);
+    } catch (error) {
+      await settleFailure(deps, run, schedule, error, signal);
+      return;
+    }
+    await finishRun(deps.pool, run.id, { status: 'fired', reason }, new Date());
+    return;
+  }
   let produced: Produced;
   try {
     produced = await performWithRetries(deps.bus, schedule, run, signal);
   } catch (error) {
-    const now = new Date();
-    const graceEnds = run.scheduledFor.getTime() + schedule.graceMinutes * 60_000;
-    if (isTransient(error) && (signal.aborted || now.getTime() < graceEnds)) {
-      // Stopping: another replica (or this one, restarted) may take it at once.
-      const waitMs = signal.aborted
-        ? 0
-        : Math.min(POSTPONE_BASE_MS * 2 ** (run.attempts - 1), POSTPONE_MAX_MS);
-      deps.logger.warn({ err: error, runId: run.id, waitMs }, 'delivery postponed');
-      await postponeRun(deps.pool, run.id, new Date(now.getTime() + waitMs));
-      return;
-    }
-    const reason = error instanceof BusError ? `${error.code}: ${error.message}` : 'internal error';
-    deps.logger.warn({ err: error, runId: run.id }, 'delivery failed');
-    await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+    await settleFailure(deps, run, schedule, error, signal);
     return;
   }
   const finishedAt = new Date();

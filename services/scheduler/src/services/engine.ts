@@ -25,7 +25,7 @@ import {
   lockDueSchedules,
   lockUsersAgentWork,
   type ScheduleAdvance,
-  type ScheduleRecord,
+  type StoredSchedule,
 } from '../repositories/schedules-repository';
 import { type DeliveryDeps, deliver } from './deliver';
 import { DeliveryQueue } from './delivery-queue';
@@ -49,7 +49,7 @@ export type EngineSettings = {
 
 export type Engine = { stop(): Promise<void> };
 
-type Claimed = { run: RunRecord; schedule: ScheduleRecord };
+type Claimed = { run: RunRecord; schedule: StoredSchedule };
 
 // Schedules locked per claim transaction, and runs taken over per statement.
 const CLAIM_BATCH = 200;
@@ -66,6 +66,8 @@ const ACTIVE_MISSION: ReadonlySet<MissionStatus> = new Set(['planning', 'running
 async function isStillGoing(bus: Bus, run: RunRecord): Promise<boolean> {
   // Its delivery has not finished (it may be waiting for the orchestrator to come back).
   if (run.status === 'running') return true;
+  // Only agent work asks, and it has a user.
+  if (run.userId === null) return false;
   const options = { timeoutMs: ORCHESTRATOR_TIMEOUT_MS };
   try {
     if (run.runId) {
@@ -129,7 +131,7 @@ async function claimDue(
     );
     const runs: NewRun[] = [];
     const advances: Array<ScheduleAdvance & { id: string }> = [];
-    const advanced = new Map<string, ScheduleRecord>();
+    const advanced = new Map<string, StoredSchedule>();
     for (const schedule of schedules) {
       const plan = planClaim(schedule, {
         now,

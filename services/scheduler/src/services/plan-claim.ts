@@ -1,4 +1,4 @@
-import type { ScheduleAdvance, ScheduleRecord } from '../repositories/schedules-repository';
+import type { ScheduleAdvance, StoredSchedule } from '../repositories/schedules-repository';
 import { occurrenceAfter } from './occurrences';
 
 // What a claim does with one due schedule: each due occurrence becomes a run (to deliver now,
@@ -41,7 +41,7 @@ const REASONS = {
 
 type Decision = { scheduledFor: Date; runs: boolean; reason: string | null; isMissed: boolean };
 
-export function planClaim(schedule: ScheduleRecord, context: PlanContext): Plan {
+export function planClaim(schedule: StoredSchedule, context: PlanContext): Plan {
   const { now } = context;
   const due: Date[] = [];
   let cursor = schedule.nextRunAt;
@@ -147,7 +147,7 @@ export function planClaim(schedule: ScheduleRecord, context: PlanContext): Plan 
 }
 
 function whyNotStart(
-  schedule: ScheduleRecord,
+  schedule: StoredSchedule,
   started: number,
   isPreviousActive: boolean,
   agentBudget: PlanContext['agentBudget'],

@@ -21,6 +21,7 @@ import {
   listSchedules,
   lockUserSchedules,
   type ScheduleRecord,
+  type StoredSchedule,
   saveSchedule,
 } from '../repositories/schedules-repository';
 import { checkCron, maxRunsPerDay, nextOccurrence, type Rule, shortestGapMinutes } from '../rules';
@@ -56,8 +57,8 @@ function notFound(): BusError {
   return new BusError('not_found', 'schedule not found');
 }
 
-export function isAgentWork(schedule: Pick<ScheduleRecord, 'action'>): boolean {
-  return schedule.action.type !== 'remind';
+export function isAgentWork(schedule: StoredSchedule): schedule is ScheduleRecord {
+  return schedule.action.type === 'prompt' || schedule.action.type === 'mission';
 }
 
 function cronRule(cron: string, timeZone: string): Rule {

@@ -168,7 +168,8 @@ const userZoneShape = {
 
 // scheduler.schedules.create. bad_request names the field: an invalid cron rule, an instant in
 // the past, an end before the start, more schedules than the per-user limit, agent work more
-// often than the minimum interval or beyond the daily cap.
+// often than the minimum interval or beyond the daily cap. A conversationId that is not one of
+// the user's conversations answers not_found, naming it (update too).
 export const SchedulesCreateRequest = z.object({
   userId: Id,
   ...userZoneShape,
@@ -219,6 +220,8 @@ export const ScheduleChanges = z.strictObject({
   graceMinutes: scheduleFieldsShape.graceMinutes,
   endAt: Timestamp.nullable().optional(),
   maxRuns: z.number().int().min(1).max(1_000_000).nullable().optional(),
+  // Another of the user's conversations; null: back to the persistent one.
+  conversationId: Id.nullable().optional(),
 });
 export type ScheduleChanges = z.input<typeof ScheduleChanges>;
 export const SchedulesUpdateRequest = z.object({

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
+  memoryAppend,
   type ScheduleFields,
   schedulerSchedulesCreate,
   schedulerSchedulesDelete,
@@ -20,7 +21,11 @@ let fixture: SchedulerFixture;
 const LIMITS = { maxSchedulesPerUser: 4, agentRunsPerDay: 30, agentMinIntervalMinutes: 15 };
 
 beforeAll(async () => {
-  fixture = await startSchedulerFixture('scheduler-handlers', { limits: LIMITS });
+  // Memory as its own process: a schedule's conversation must be one of the user's there.
+  fixture = await startSchedulerFixture('scheduler-handlers', {
+    services: ['memory'],
+    limits: LIMITS,
+  });
 });
 
 afterAll(async () => {
@@ -287,6 +292,56 @@ describe("another user's schedule", () => {
 
     expect(await bus.request(schedulerSchedulesList, { userId: bob })).toEqual({ schedules: [] });
     expect(await bus.request(schedulerSchedulesGet, { userId: alice, id })).toEqual({ schedule });
+  });
+
+  it("refuses another user's conversation, or none, on create and on update, storing nothing", async () => {
+    const alice = randomUUID();
+    const bob = randomUUID();
+    const bus = fixture.clientBus;
+    const conversationOf = async (userId: string) =>
+      (await bus.request(memoryAppend, { userId, role: 'user', content: 'hello' })).message
+        .conversationId;
+    const alicesConversation = await conversationOf(alice);
+    const bobsConversation = await conversationOf(bob);
+    const reminder = (conversationId: string): ScheduleFields => ({
+      kind: 'once',
+      at: inMinutes(30),
+      action: { type: 'remind', text: 'call Anna' },
+      conversationId,
+    });
+
+    for (const conversationId of [alicesConversation, randomUUID()]) {
+      const error = await catchBusError(create(bob, reminder(conversationId)));
+      expect(error).toMatchObject({
+        code: 'not_found',
+        message: `conversationId: no conversation ${conversationId} of yours`,
+      });
+    }
+    expect(await countSchedules(bob)).toBe(0);
+
+    const { schedule } = await create(bob, reminder(bobsConversation));
+    expect(schedule.conversationId).toBe(bobsConversation);
+    const error = await catchBusError(
+      bus.request(schedulerSchedulesUpdate, {
+        userId: bob,
+        id: schedule.id,
+        changes: { conversationId: alicesConversation, name: 'moved' },
+      }),
+    );
+    expect(error).toMatchObject({
+      code: 'not_found',
+      message: `conversationId: no conversation ${alicesConversation} of yours`,
+    });
+    expect(await bus.request(schedulerSchedulesGet, { userId: bob, id: schedule.id })).toEqual({
+      schedule,
+    });
+    // Back to the persistent conversation.
+    const updated = await bus.request(schedulerSchedulesUpdate, {
+      userId: bob,
+      id: schedule.id,
+      changes: { conversationId: null },
+    });
+    expect(updated.schedule.conversationId).toBeNull();
   });
 });
 

@@ -199,7 +199,8 @@ export async function saveSchedule(db: Queryable, schedule: ScheduleRecord): Pro
     `UPDATE scheduler.schedules
         SET name = $3, action = $4, at = $5, cron = $6, every_minutes = $7, time_zone = $8,
             missed_policy = $9, missed_max_runs = $10, grace_minutes = $11, end_at = $12,
-            max_runs = $13, next_run_at = $14, snooze_at = $15, status = $16, updated_at = $17
+            max_runs = $13, next_run_at = $14, snooze_at = $15, status = $16, updated_at = $17,
+            conversation_id = $18
       WHERE user_id = $1 AND id = $2`,
     [
       schedule.userId,
@@ -219,6 +220,7 @@ export async function saveSchedule(db: Queryable, schedule: ScheduleRecord): Pro
       schedule.snoozeAt,
       schedule.status,
       schedule.updatedAt,
+      schedule.conversationId,
     ],
   );
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import {
+  memoryMessagesList,
   type ScheduleIdRequest,
   type SchedulesCreateRequest,
   type SchedulesPreviewRequest,
@@ -48,6 +49,7 @@ type Changes = UpdateRequest['changes'];
 
 const KIND_FIELD = { once: 'at', cron: 'cron', interval: 'everyMinutes' } as const;
 const DAY_MS = 24 * 3600_000;
+const MEMORY_TIMEOUT_MS = 5_000;
 
 function badRequest(message: string): BusError {
   return new BusError('bad_request', message);
@@ -59,6 +61,24 @@ function notFound(): BusError {
 
 export function isAgentWork(schedule: StoredSchedule): schedule is ScheduleRecord {
   return schedule.action.type === 'prompt' || schedule.action.type === 'mission';
+}
+
+// A schedule posts to the conversation it names, so it must be the user's own. Memory answers
+// another user's conversation exactly like a missing one; asked before any transaction begins,
+// so that no lock waits on it.
+async function checkConversation(bus: Bus, userId: string, conversationId: string): Promise<void> {
+  try {
+    await bus.request(
+      memoryMessagesList,
+      { userId, conversationId, limit: 1 },
+      { timeoutMs: MEMORY_TIMEOUT_MS },
+    );
+  } catch (error) {
+    if (error instanceof BusError && error.code === 'not_found') {
+      throw new BusError('not_found', `conversationId: no conversation ${conversationId} of yours`);
+    }
+    throw error;
+  }
 }
 
 function cronRule(cron: string, timeZone: string): Rule {
@@ -228,6 +248,9 @@ export async function createSchedule(
   };
   schedule.nextRunAt = firstRun(schedule, now);
   if (!schedule.nextRunAt) throw badRequest(explainNoOccurrence(schedule, now));
+  if (schedule.conversationId) {
+    await checkConversation(deps.bus, schedule.userId, schedule.conversationId);
+  }
   await withTransaction(deps.pool, async (client) => {
     await lockUserSchedules(client, schedule.userId);
     checkScheduleCount(await countLiveSchedules(client, schedule.userId), limits);
@@ -272,6 +295,9 @@ export async function updateSchedule(
 ): Promise<ScheduleRecord> {
   const { changes } = request;
   const now = new Date();
+  if (changes.conversationId) {
+    await checkConversation(deps.bus, request.userId, changes.conversationId);
+  }
   const updated = await withTransaction(deps.pool, async (client) => {
     await lockUserSchedules(client, request.userId);
     const current = await findSchedule(client, request.userId, request.id, { forUpdate: true });
@@ -293,6 +319,8 @@ export async function updateSchedule(
       ...current,
       name: changes.name === undefined ? current.name : changes.name,
       action: changes.action ?? current.action,
+      conversationId:
+        changes.conversationId === undefined ? current.conversationId : changes.conversationId,
       rule: changedRule(current, changes),
       timeZone: changes.timeZone ?? current.timeZone,
       missedPolicy: changes.missedPolicy ?? current.missedPolicy,

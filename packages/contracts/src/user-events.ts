@@ -63,8 +63,10 @@ const ScheduleFired = z.object({
     nextRunAt: Timestamp.nullable(),
   }),
   run: ScheduleRun,
-  conversationId: Id,
-  // The reminder's text, as posted (remind only).
+  // Where the action went; for a run that did not fire, the schedule's conversation, absent when
+  // that is the user's persistent one.
+  conversationId: Id.optional(),
+  // The reminder's text (remind only), posted to the conversation when the run fired.
   text: z.string().optional(),
 });
 

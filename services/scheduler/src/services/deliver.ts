@@ -149,7 +149,13 @@ async function settleFailure(
   }
   const reason = error instanceof BusError ? `${error.code}: ${error.message}` : 'internal error';
   deps.logger.warn({ err: error, runId: run.id }, 'delivery failed');
-  await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+  // Marked first, told after: only the delivery that finished the run tells it, so a failure is
+  // never told of a run that a delivery repeated after a crash then fired (one message id per
+  // run would keep that second event out).
+  const failed = await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+  if (failed && schedule.userId !== null) {
+    await announceRun(deps.bus, schedule, failed, schedule.conversationId);
+  }
 }
 
 // Delivers one claimed run. `signal` ends retries when the process stops: the run is then left
@@ -197,9 +203,23 @@ export async function deliver(
   };
   // Before the run is marked fired: a crash in between delivers again, and the event's message
   // id keeps the stream from holding it twice.
-  await publishUserEvent(deps.bus, schedule.userId, idempotencyKeyOf(run), {
+  await announceRun(deps.bus, schedule, fired, produced.conversationId);
+  await finishRun(deps.pool, run.id, outcome, finishedAt);
+}
+
+// Tells the user how an occurrence ended, whatever the outcome (run.status: fired, failed,
+// skipped or missed). The message id is the run's key: a run has one outcome, and telling it
+// again (a delivery repeated after a crash) adds nothing to the stream. `conversationId`: where
+// the action went, or the one the schedule names (null: the user's persistent conversation).
+export function announceRun(
+  bus: Bus,
+  schedule: ScheduleRecord,
+  run: RunRecord,
+  conversationId: string | null,
+): Promise<void> {
+  return publishUserEvent(bus, schedule.userId, idempotencyKeyOf(run), {
     type: 'schedule_fired',
-    occurredAt: finishedAt.toISOString(),
+    occurredAt: (run.finishedAt ?? new Date()).toISOString(),
     schedule: {
       id: schedule.id,
       name: schedule.name,
@@ -207,9 +227,8 @@ export async function deliver(
       actionType: schedule.action.type,
       nextRunAt: schedule.status === 'ended' ? null : (dueAt(schedule)?.toISOString() ?? null),
     },
-    run: toScheduleRun(fired),
-    conversationId: produced.conversationId,
+    run: toScheduleRun(run),
+    ...(conversationId ? { conversationId } : {}),
     ...(schedule.action.type === 'remind' ? { text: schedule.action.text } : {}),
   });
-  await finishRun(deps.pool, run.id, outcome, finishedAt);
 }

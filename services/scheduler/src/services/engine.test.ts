@@ -15,8 +15,10 @@ import {
 } from '@jarvis/contracts';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listRuns } from '../repositories/runs-repository';
+import { findSchedule } from '../repositories/schedules-repository';
 import { type SchedulerFixture, startSchedulerFixture } from '../scheduler-fixture';
-import { idempotencyKeyOf } from './deliver';
+import { announceRun, idempotencyKeyOf } from './deliver';
 import type { Engine } from './engine';
 
 let fixture: SchedulerFixture;
@@ -168,8 +170,19 @@ describe('the engine', () => {
     }
   });
 
-  it('applies each missed policy after downtime, and the history holds every occurrence', async () => {
+  it('applies each missed policy after downtime, the history holds every occurrence, and the user is told of each once', async () => {
     const userId = randomUUID();
+    const events: UserEvent[] = [];
+    const reader = await readEvents(
+      fixture.clientBus,
+      {
+        stream: USER_EVENTS_STREAM.stream,
+        subject: userEventSubject(userId),
+        schema: UserEvent,
+        afterSeq: await lastEventSeq(fixture.clientBus, USER_EVENTS_STREAM.stream),
+      },
+      (event) => events.push(event),
+    );
     const hourly = (text: string, policy: Partial<ScheduleFields>): ScheduleFields => ({
       kind: 'interval',
       everyMinutes: 60,
@@ -237,6 +250,38 @@ describe('the engine', () => {
     const next = (await fixture.clientBus.request(schedulerSchedulesGet, { userId, id: once.id }))
       .schedule.nextRunAt;
     expect(Date.parse(next ?? '') - Date.now()).toBeGreaterThan(50 * 60_000);
+
+    // One schedule_fired event per run, whatever its outcome, as the history tells it.
+    const history = (
+      await Promise.all([skip, once, all, late].map((schedule) => runsOf(userId, schedule.id)))
+    ).flat();
+    try {
+      await waitFor(() => events.length >= history.length, { what: 'an event per run' });
+    } finally {
+      await reader.stop();
+    }
+    const told = events.flatMap((event) => (event.type === 'schedule_fired' ? [event.run] : []));
+    expect(told).toHaveLength(events.length);
+    const byId = (a: ScheduleRun, b: ScheduleRun) => a.id.localeCompare(b.id);
+    expect(told.sort(byId)).toEqual(history.sort(byId));
+    const missedEvent = events.find(
+      (event) => event.type === 'schedule_fired' && event.schedule.id === late.id,
+    );
+    expect(missedEvent).toMatchObject({
+      run: { status: 'missed', reason: 'past_grace_window' },
+      schedule: { actionType: 'remind', nextRunAt: null },
+      text: 'too late',
+    });
+    // Nothing posted, and the schedule names no conversation: none to name.
+    expect(missedEvent).not.toHaveProperty('conversationId');
+
+    // Told again (a delivery repeated after a crash), the stream does not take it twice.
+    const stored = await findSchedule(fixture.db.pool, userId, late.id);
+    const [run] = await listRuns(fixture.db.pool, userId, late.id, { limit: 1, before: undefined });
+    if (!stored || !run) throw new Error('the missed reminder or its run is gone');
+    const seq = await lastEventSeq(fixture.clientBus, USER_EVENTS_STREAM.stream);
+    await announceRun(fixture.clientBus, stored, run, null);
+    expect(await lastEventSeq(fixture.clientBus, USER_EVENTS_STREAM.stream)).toBe(seq);
   });
 
   it('finishes the claims of a process that crashed before or after delivering, once each', async () => {

@@ -25,10 +25,12 @@ import {
   lockDueSchedules,
   lockUsersAgentWork,
   type ScheduleAdvance,
+  type ScheduleRecord,
   type StoredSchedule,
 } from '../repositories/schedules-repository';
-import { type DeliveryDeps, deliver } from './deliver';
+import { announceRun, type DeliveryDeps, deliver } from './deliver';
 import { DeliveryQueue } from './delivery-queue';
+import { forEachBounded } from './for-each-bounded';
 import { planClaim } from './plan-claim';
 import { isAgentWork } from './schedule-service';
 
@@ -50,6 +52,8 @@ export type EngineSettings = {
 export type Engine = { stop(): Promise<void> };
 
 type Claimed = { run: RunRecord; schedule: StoredSchedule };
+// A run a claim wrote finished (skipped, missed) of a user's schedule: told to the user.
+type Finished = { run: RunRecord; schedule: ScheduleRecord };
 
 // Schedules locked per claim transaction, and runs taken over per statement.
 const CLAIM_BATCH = 200;
@@ -57,6 +61,9 @@ const DAY_MS = 24 * 3600_000;
 // After a failed look at the database (Postgres restarting, say).
 const RETRY_AFTER_ERROR_MS = 2_000;
 const ORCHESTRATOR_TIMEOUT_MS = 2_000;
+// Events of skipped and missed runs published at once (a catch-up after long downtime can
+// record hundreds).
+const ANNOUNCE_CONCURRENCY = 16;
 const ACTIVE_RUN: ReadonlySet<RunStatus> = new Set(['queued', 'running', 'waiting_approval']);
 const ACTIVE_MISSION: ReadonlySet<MissionStatus> = new Set(['planning', 'running', 'reporting']);
 
@@ -107,17 +114,17 @@ async function findBusySchedules(deps: DeliveryDeps, now: Date): Promise<Set<str
 }
 
 // One claim: the due schedules of this moment (at most a batch), locked; their occurrences
-// planned and written; their cursors moved on. Returns how many schedules it locked and the runs
-// to deliver.
+// planned and written; their cursors moved on. Returns how many schedules it locked, the runs
+// to deliver and the runs it wrote finished.
 async function claimDue(
   deps: DeliveryDeps,
   settings: EngineSettings,
   now: Date,
-): Promise<{ locked: number; claimed: Claimed[] }> {
+): Promise<{ locked: number; claimed: Claimed[]; finished: Finished[] }> {
   const busy = await findBusySchedules(deps, now);
   return withTransaction(deps.pool, async (client) => {
     const schedules = await lockDueSchedules(client, now, CLAIM_BATCH);
-    if (schedules.length === 0) return { locked: 0, claimed: [] };
+    if (schedules.length === 0) return { locked: 0, claimed: [], finished: [] };
     const agentWork = schedules.filter(isAgentWork);
     const users = [...new Set(agentWork.map((schedule) => schedule.userId))];
     // The daily cap holds across replicas claiming one user's schedules at once.
@@ -151,7 +158,13 @@ async function claimDue(
       const schedule = advanced.get(run.scheduleId);
       return run.status === 'running' && schedule ? [{ run, schedule }] : [];
     });
-    return { locked: schedules.length, claimed };
+    const finished = inserted.flatMap((run) => {
+      const schedule = advanced.get(run.scheduleId);
+      return run.status !== 'running' && schedule && schedule.userId !== null
+        ? [{ run, schedule }]
+        : [];
+    });
+    return { locked: schedules.length, claimed, finished };
   });
 }
 
@@ -213,8 +226,14 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
     for (;;) {
       await queue.waitBelow(CLAIM_BATCH);
       if (stopping.signal.aborted) return;
-      const { locked, claimed } = await claimDue(deps, settings, now);
+      const { locked, claimed, finished } = await claimDue(deps, settings, now);
       enqueue(claimed);
+      // After the claim commits, never for runs it might not write. A crash before this loses
+      // these events (the runs' history keeps them); a fired run's event is told before the run
+      // is marked, so it is not lost.
+      await forEachBounded(finished, ANNOUNCE_CONCURRENCY, ({ run, schedule }) =>
+        announceRun(deps.bus, schedule, run, schedule.conversationId),
+      );
       if (locked < CLAIM_BATCH) return;
     }
   };

@@ -11,6 +11,7 @@ import { postponeRun, type RunRecord } from '../repositories/runs-repository';
 import { insertSchedule, type SystemScheduleRecord } from '../repositories/schedules-repository';
 import { nextOccurrence, type Rule } from '../rules';
 import type { DeliveryDeps } from './deliver';
+import { forEachBounded } from './for-each-bounded';
 import { isTransient } from './transient-error';
 
 // The scheduler's own jobs, schedules without a user that the engine claims and delivers like
@@ -64,18 +65,6 @@ export async function ensureSystemSchedules(pool: Pool, now = new Date()): Promi
     updatedAt: now,
   };
   await insertSchedule(pool, schedule);
-}
-
-async function forEachBounded<T>(
-  items: readonly T[],
-  concurrency: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    for (let item = items[next++]; item !== undefined; item = items[next++]) await work(item);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
 
 type RollupCounts = Record<EpisodesRollupStatus | 'failed' | 'retry', number>;

@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { schedulerSchedulesGet, schedulerSchedulesList } from '@jarvis/contracts';
+import { memoryAppend, schedulerSchedulesGet, schedulerSchedulesList } from '@jarvis/contracts';
 import { Temporal } from 'temporal-polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServicesFixture, startServicesFixture } from '../services-fixture';
 import { type AgentTool, type ToolContext, ToolInputError } from './agent-tool';
 import { createScheduleTools } from './schedule-tools';
 
-// The schedule tools against the scheduler as its own process, over the bus.
+// The schedule tools against the scheduler as its own process, over the bus, with memory, which
+// tells the scheduler whose a conversation is.
 let fixture: ServicesFixture;
 let tools: Map<string, AgentTool>;
 
 beforeAll(async () => {
-  fixture = await startServicesFixture(['scheduler']);
+  fixture = await startServicesFixture(['scheduler', 'memory']);
   tools = new Map(
     createScheduleTools(fixture.bus, new Set()).map((tool) => [tool.definition.name, tool]),
   );
@@ -21,10 +22,17 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-function turn(timeZone: string | undefined): ToolContext {
+// A turn of a new user, in the user's persistent conversation (made by its first message).
+async function turn(timeZone: string | undefined): Promise<ToolContext> {
+  const userId = randomUUID();
+  const { message } = await fixture.bus.request(memoryAppend, {
+    userId,
+    role: 'user',
+    content: 'remind me',
+  });
   return {
-    userId: randomUUID(),
-    conversationId: randomUUID(),
+    userId,
+    conversationId: message.conversationId,
     runId: randomUUID(),
     userMessageId: randomUUID(),
     timeZone,
@@ -89,7 +97,7 @@ async function stored(context: ToolContext, id: string) {
 
 describe('schedule_create', () => {
   it("makes a reminder for tomorrow at 9 on the user's clock, and says when in their zone", async () => {
-    const context = turn('Europe/Oslo');
+    const context = await turn('Europe/Oslo');
 
     const made = await create({ at: 'tomorrow at 9', remind: 'Call Anna', name: 'Anna' }, context);
 
@@ -116,7 +124,7 @@ describe('schedule_create', () => {
   });
 
   it('counts "in 20 minutes" from now, and takes an instant with an offset as it is', async () => {
-    const context = turn('America/New_York');
+    const context = await turn('America/New_York');
 
     const before = Date.now();
     const soon = await create({ at: 'in 20 minutes', remind: 'Stretch' }, context);
@@ -134,7 +142,7 @@ describe('schedule_create', () => {
   });
 
   it('tells the model the time is UTC when the user has set no zone', async () => {
-    const context = turn(undefined);
+    const context = await turn(undefined);
 
     const made = await create({ at: 'tomorrow at 9', remind: 'Call Anna' }, context);
 
@@ -147,7 +155,7 @@ describe('schedule_create', () => {
   });
 
   it('makes a cron schedule in the zone it names, told in that zone, and an interval', async () => {
-    const context = turn('Europe/Oslo');
+    const context = await turn('Europe/Oslo');
 
     const weekdays = await create(
       { cron: '0 7 * * 1-5', timeZone: 'America/New_York', mission: 'Check my budget file' },
@@ -169,7 +177,7 @@ describe('schedule_create', () => {
   });
 
   it('hands the model its mistakes as ToolInputError, storing nothing', async () => {
-    const context = turn('Europe/Oslo');
+    const context = await turn('Europe/Oslo');
 
     const unreadable = await failure('schedule_create', { at: 'whenever', remind: 'x' }, context);
     const past = await failure(
@@ -211,8 +219,8 @@ describe('schedule_create', () => {
 
 describe('schedule_list and schedule_cancel', () => {
   it("lists the user's own schedules with times in their zone, and cancels only theirs", async () => {
-    const context = turn('Asia/Kolkata');
-    const other = turn('Asia/Kolkata');
+    const context = await turn('Asia/Kolkata');
+    const other = await turn('Asia/Kolkata');
     const first = await create({ at: 'in 10 minutes', remind: 'Tea' }, context);
     const second = await create({ at: 'in 2 hours', remind: 'Walk' }, context);
     const theirs = await create({ at: 'in 10 minutes', remind: 'Not yours' }, other);

@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import {
-  type HistoryMessage,
-  memoryAppend,
-  memoryConversationsList,
-  memoryMessagesList,
-  schedulerSchedulesCreate,
-} from '@jarvis/contracts';
+import { memoryAppend, schedulerSchedulesCreate } from '@jarvis/contracts';
 import {
   NATS_URL,
   REDIS_URL,
@@ -18,6 +12,7 @@ import {
   waitFor,
 } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readConversation } from './scheduler-fixture';
 
 // The scheduler as it runs in production, as a process (two, for replicas), killed with SIGKILL
 // while reminders fall due: each must reach its conversation exactly once.
@@ -98,28 +93,9 @@ async function countRuns(users: string[], status?: string): Promise<number> {
   return rows[0]?.count ?? 0;
 }
 
-// What each user's persistent conversation holds, as memory tells it.
-async function conversationOf(userId: string): Promise<HistoryMessage[]> {
-  const { defaultConversationId } = await bus.request(memoryConversationsList, { userId });
-  if (!defaultConversationId) return [];
-  const messages: HistoryMessage[] = [];
-  let before: number | undefined;
-  do {
-    const page = await bus.request(memoryMessagesList, {
-      userId,
-      conversationId: defaultConversationId,
-      limit: 200,
-      before,
-    });
-    messages.push(...page.messages);
-    before = page.nextBefore;
-  } while (before !== undefined);
-  return messages;
-}
-
 async function expectEachOnce(users: string[], label: string, perUser: number): Promise<void> {
   for (const userId of users) {
-    const messages = await conversationOf(userId);
+    const messages = await readConversation(bus, userId);
     const texts = messages.map((message) => message.content);
     expect(messages.every((message) => message.role === 'assistant')).toBe(true);
     expect(texts.filter((text) => text.startsWith(label))).toHaveLength(perUser);

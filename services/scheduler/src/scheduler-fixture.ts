@@ -129,25 +129,8 @@ export async function startSchedulerFixture(
         stoppers.push(stopEngine);
         return { stop: stopEngine };
       },
-      async conversationMessages(userId, conversationId) {
-        const id =
-          conversationId ??
-          (await clientBus.request(memoryConversationsList, { userId })).defaultConversationId;
-        if (!id) return [];
-        const messages: HistoryMessage[] = [];
-        let before: number | undefined;
-        do {
-          const page = await clientBus.request(memoryMessagesList, {
-            userId,
-            conversationId: id,
-            limit: 200,
-            before,
-          });
-          messages.push(...page.messages);
-          before = page.nextBefore;
-        } while (before !== undefined);
-        return messages;
-      },
+      conversationMessages: (userId, conversationId) =>
+        readConversation(clientBus, userId, conversationId),
       async countRows(sql, params = []) {
         const { rows } = await db.pool.query<{ count: string }>(sql, params);
         return Number(rows[0]?.count ?? 0);
@@ -158,4 +141,29 @@ export async function startSchedulerFixture(
     await stop();
     throw error;
   }
+}
+
+// Every message of a user's conversation (default: the persistent one), as memory tells it.
+export async function readConversation(
+  bus: Bus,
+  userId: string,
+  conversationId?: string,
+): Promise<HistoryMessage[]> {
+  const id =
+    conversationId ??
+    (await bus.request(memoryConversationsList, { userId })).defaultConversationId;
+  if (!id) return [];
+  const messages: HistoryMessage[] = [];
+  let before: number | undefined;
+  do {
+    const page = await bus.request(memoryMessagesList, {
+      userId,
+      conversationId: id,
+      limit: 200,
+      before,
+    });
+    messages.push(...page.messages);
+    before = page.nextBefore;
+  } while (before !== undefined);
+  return messages;
 }

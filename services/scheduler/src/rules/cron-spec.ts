@@ -1,4 +1,5 @@
 import { CronExpressionParser } from 'cron-parser';
+import { MONTHS } from './describe-instant';
 
 // cron-parser (well kept, typed) parses and expands the five fields. It also accepts seconds,
 // @-aliases, `?`, `H`, `L` and `#`, which a 5-field rule refuses: they are screened out here,
@@ -44,21 +45,6 @@ const FIELDS: readonly { name: FieldName; range: string; names?: readonly string
     names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'],
   },
   { name: 'day-of-week', range: '0-7', names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] },
-];
-
-const MONTH_NAMES = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
 ];
 
 // The longest month of each number in any year (February 29 in leap years).
@@ -173,7 +159,7 @@ function checkMatchable(cron: string): void {
   const firstDay = Math.min(...spec.daysOfMonth);
   const months = [...spec.months].sort((a, b) => a - b);
   if (months.some((month) => firstDay <= (MAX_DAYS_IN_MONTH[month - 1] ?? 0))) return;
-  const monthList = months.map((month) => MONTH_NAMES[month - 1]).join(', ');
+  const monthList = months.map((month) => MONTHS[month - 1]).join(', ');
   throw new CronError(
     `cron: day-of-month '${parts[2]}' never occurs in ${monthList}, so the rule would never fire`,
   );

@@ -3,7 +3,7 @@ import { Temporal } from 'temporal-polyfill';
 // English names rather than Intl: the wording is part of the answers the model and the user see,
 // and ICU builds differ on punctuation between versions.
 const WEEKDAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
-const MONTHS = [
+export const MONTHS = [
   'January',
   'February',
   'March',

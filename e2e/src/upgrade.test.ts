@@ -152,12 +152,17 @@ describe('upgrading a database from the previous release', () => {
       upgraded[schema] = await migrate(pool, { schema, directory: migrationsOf(service) });
     }
 
+    // The scheduler's 002 drops its jobs table, which no release ever wrote to.
     expect(upgraded).toEqual({
-      gateway: [],
-      orchestrator: ['006_turn_submissions.sql', '007_reply_in_memory.sql'],
-      memory: ['014_import_batches.sql', '015_postgres_terms.sql'],
+      gateway: ['003_time_zone.sql'],
+      orchestrator: [
+        '006_turn_submissions.sql',
+        '007_reply_in_memory.sql',
+        '008_mission_idempotency.sql',
+      ],
+      memory: ['014_import_batches.sql', '015_postgres_terms.sql', '016_episode_paths.sql'],
       model_gateway: [],
-      scheduler: [],
+      scheduler: ['002_schedules.sql', '003_system_jobs.sql'],
     });
     expect((await pool.query(CONTENTS)).rows[0]).toEqual(before);
     // The new migration's data step: the run takes its message's time as its place in line.

@@ -8,7 +8,7 @@ import type { SchedulesCreateRequest } from '@jarvis/contracts';
 type ScheduleFields = SchedulesCreateRequest['schedule'];
 
 // Users are spread over these zones: DST in both hemispheres, a half-hour offset, none.
-export const ZONES = [
+const ZONES = [
   'Europe/Oslo',
   'America/New_York',
   'America/Los_Angeles',

@@ -31,6 +31,7 @@ export * from './model-embed';
 export * from './model-route';
 export * from './model-route-changed';
 export * from './model-usage';
+export * from './notifications';
 export * from './orchestrator-approvals';
 export * from './orchestrator-missions';
 export * from './orchestrator-runs';

@@ -19,6 +19,10 @@ export const USER_EVENTS_STREAM = {
 
 const Timestamp = z.iso.datetime({ offset: true });
 
+// Longest text an event carries (a report, a reply): enough for any notification, far below
+// NATS's message limit.
+export const USER_EVENT_TEXT_MAX_CHARS = 4_000;
+
 const ApprovalRequested = z.object({
   type: z.literal('approval_requested'),
   occurredAt: Timestamp,
@@ -47,6 +51,8 @@ const MissionUpdated = z.object({
     })
     .optional(),
   reportMessageId: Id.optional(),
+  // ended: the report's text, cut to USER_EVENT_TEXT_MAX_CHARS, for channels that show it.
+  report: z.string().max(USER_EVENT_TEXT_MAX_CHARS).optional(),
 });
 
 // An occurrence of a schedule ran (or was skipped, missed or failed): a reminder's message is in
@@ -70,11 +76,25 @@ const ScheduleFired = z.object({
   text: z.string().optional(),
 });
 
+// Scheduled agent work (a prompt's turn) ended: its reply is in the conversation. Published by
+// the orchestrator when a turn submitted with a scheduleId ends.
+const ScheduleResult = z.object({
+  type: z.literal('schedule_result'),
+  occurredAt: Timestamp,
+  scheduleId: Id,
+  turnId: Id,
+  conversationId: Id,
+  status: z.enum(['done', 'failed']),
+  // done: the reply, cut to USER_EVENT_TEXT_MAX_CHARS; failed: why, as the turn told it.
+  text: z.string().max(USER_EVENT_TEXT_MAX_CHARS),
+});
+
 // Clients skip types they do not know.
 export const UserEvent = z.discriminatedUnion('type', [
   ApprovalRequested,
   MissionUpdated,
   ScheduleFired,
+  ScheduleResult,
 ]);
 export type UserEvent = z.infer<typeof UserEvent>;
 

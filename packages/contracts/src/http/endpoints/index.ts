@@ -11,6 +11,7 @@ import { KEYS_ENDPOINTS } from './keys';
 import { ME_ENDPOINTS } from './me';
 import { MEMORY_ENDPOINTS } from './memory';
 import { MISSIONS_ENDPOINTS } from './missions';
+import { NOTIFICATIONS_ENDPOINTS } from './notifications';
 import { RUNS_ENDPOINTS } from './runs';
 import { SCHEDULES_ENDPOINTS } from './schedules';
 import { USAGE_ENDPOINTS } from './usage';
@@ -28,6 +29,7 @@ export const ENDPOINTS: Endpoint[] = [
   ...APPROVALS_ENDPOINTS,
   ...MISSIONS_ENDPOINTS,
   ...SCHEDULES_ENDPOINTS,
+  ...NOTIFICATIONS_ENDPOINTS,
   ...ME_ENDPOINTS,
   ...KEYS_ENDPOINTS,
   ...ADMIN_ENDPOINTS,

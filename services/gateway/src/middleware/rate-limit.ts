@@ -1,12 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { HttpError } from '@jarvis/service-kit';
+import {
+  createRateAdmitter,
+  HttpError,
+  type RateWindow,
+  userRateWindows,
+} from '@jarvis/service-kit';
 import type { Logger } from '@jarvis/telemetry';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
-import { admitRequest, type RateVerdict, type RateWindow } from '../services/rate-limiter';
 import { principalOf } from './authenticate';
-
-const WINDOW_MS = 60_000;
 
 export type RateLimitDeps = {
   redis: Redis;
@@ -44,7 +45,7 @@ function isChatTurn(req: Request): boolean {
 // (req.ip: behind a proxy, only as far as the app's "trust proxy" setting believes the
 // X-Forwarded-For header), which bounds what guessing keys or unauthenticated uploads can cost.
 export function createRateLimits(deps: RateLimitDeps): RateLimits {
-  let isFailingOpen = false;
+  const admitRate = createRateAdmitter(deps.redis, deps.logger);
 
   // The error to answer when a window is full; undefined to go on.
   async function admit(
@@ -52,28 +53,8 @@ export function createRateLimits(deps: RateLimitDeps): RateLimits {
     windows: RateWindow[],
     whose: string,
   ): Promise<HttpError | undefined> {
-    if (windows.length === 0) return undefined;
-    // Fail open: the limits protect the service from overuse; they do not decide who may come
-    // in (authentication does). Refusing everyone while Redis restarts would turn a Redis blip
-    // into an outage of the whole API, and the readiness check and watchdog already restart the
-    // gateway if Redis stays away. Not waiting on a client that is reconnecting keeps requests
-    // from queueing behind it meanwhile.
-    let verdict: RateVerdict;
-    try {
-      if (deps.redis.status !== 'ready') throw new Error(`redis is ${deps.redis.status}`);
-      verdict = await admitRequest(deps.redis, windows, WINDOW_MS, randomBytes(8).toString('hex'));
-    } catch (error) {
-      if (!isFailingOpen) {
-        isFailingOpen = true;
-        deps.logger.warn({ err: error }, 'rate limits off: Redis is unreachable');
-      }
-      return undefined;
-    }
-    if (isFailingOpen) {
-      isFailingOpen = false;
-      deps.logger.info('rate limits back on');
-    }
-
+    const verdict = await admitRate(windows);
+    if (!verdict) return undefined;
     res.setHeader('RateLimit-Limit', verdict.window.limit);
     res.setHeader('RateLimit-Remaining', verdict.remaining);
     res.setHeader('RateLimit-Reset', Math.ceil(verdict.resetMs / 1_000));
@@ -89,14 +70,12 @@ export function createRateLimits(deps: RateLimitDeps): RateLimits {
 
   return {
     async limitPerUser(req, res, next) {
-      const id = `${deps.namespace}:ratelimit:{user:${principalOf(req).userId}}`;
-      const windows: RateWindow[] = [];
-      if (deps.perMinute > 0) {
-        windows.push({ key: `${id}:all`, limit: deps.perMinute, what: 'requests' });
-      }
-      if (deps.chatPerMinute > 0 && isChatTurn(req)) {
-        windows.push({ key: `${id}:chat`, limit: deps.chatPerMinute, what: 'chat turns' });
-      }
+      const windows = userRateWindows(
+        deps.namespace,
+        principalOf(req).userId,
+        { perMinute: deps.perMinute, chatPerMinute: deps.chatPerMinute },
+        isChatTurn(req),
+      );
       next(await admit(res, windows, 'for this user'));
     },
 

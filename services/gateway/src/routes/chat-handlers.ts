@@ -1,4 +1,10 @@
-import { type Bus, ensureEventStream, lastEventSeq, readEvents } from '@jarvis/bus';
+import {
+  awaitTurnOutcome,
+  type Bus,
+  ensureEventStream,
+  lastEventSeq,
+  readEvents,
+} from '@jarvis/bus';
 import {
   ApprovalDecisionBody,
   ApprovalIdParams,
@@ -17,7 +23,7 @@ import { HttpError } from '@jarvis/service-kit';
 import type { Request, RequestHandler, Response } from 'express';
 import { principalOf } from '../middleware/authenticate';
 import type { RateLimitDeps } from '../middleware/rate-limit';
-import { awaitTurnOutcome, runChatTurn, streamChatTurn, toChatResponse } from '../services/chat';
+import { runChatTurn, streamChatTurn, toChatResponse } from '../services/chat';
 import { takeEventStreamSlot } from '../services/event-stream-slots';
 import { adoptTimeZone } from '../services/me';
 import { openSse } from '../services/sse';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
+import { awaitTurnOutcome, type Bus, TURN_TIMEOUT_MESSAGE } from '@jarvis/bus';
 import {
   type ChatAccepted,
   type ChatRequest,
@@ -13,8 +13,6 @@ import {
 } from '@jarvis/contracts';
 import { v5 as uuidv5 } from 'uuid';
 import type { SseStream } from './sse';
-
-type TurnOutcome = Extract<TurnEvent, { type: 'done' | 'failed' }>;
 
 export type ChatOptions = { submitTimeoutMs: number; turnTimeoutMs: number };
 
@@ -37,8 +35,6 @@ function turnIdOf(turn: ChatTurn): string {
   if (turn.idempotencyKey === undefined) return randomUUID();
   return uuidv5(`${turn.userId}\n${turn.idempotencyKey}`, TURN_ID_NAMESPACE);
 }
-
-const TIMEOUT_MESSAGE = 'no reply in time; the turn goes on and its reply will be kept';
 
 // `stream`: the client follows the answer as it is written, so the model streams it.
 function submit(
@@ -127,7 +123,7 @@ export async function streamChatTurn(
         turnId,
         runId: accepted.runId,
         conversationId: accepted.conversationId,
-        error: { code: 'timeout', message: TIMEOUT_MESSAGE },
+        error: { code: 'timeout', message: TURN_TIMEOUT_MESSAGE },
       };
       opened.send(timedOut.type, timedOut);
     }
@@ -147,36 +143,4 @@ export function toChatResponse(event: Extract<TurnEvent, { type: 'done' }>): Cha
     usage: event.usage,
     ...(event.approval ? { approval: event.approval } : {}),
   };
-}
-
-// Runs `start` (what makes the turn go: a submit, a decision on its approval) and waits for the
-// turn's next outcome event. The subscription opens first, so a fast turn cannot finish before
-// anyone listens; a failed outcome is thrown as its typed error.
-export async function awaitTurnOutcome(
-  bus: Bus,
-  turnId: string,
-  timeoutMs: number,
-  start: () => Promise<void>,
-): Promise<Extract<TurnEvent, { type: 'done' }>> {
-  let onOutcome: (event: TurnOutcome) => void = () => {};
-  const outcome = new Promise<TurnOutcome>((resolve) => {
-    onOutcome = resolve;
-  });
-  // Progress events (text, tool calls) are for streaming clients; this answer waits for the end.
-  const subscription = bus.subscribe(turnEventSubject(turnId), TurnEvent, (event) => {
-    if (isTurnOutcome(event)) onOutcome(event);
-  });
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await start();
-    const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new BusError('timeout', TIMEOUT_MESSAGE)), timeoutMs);
-    });
-    const event = await Promise.race([outcome, timeout]);
-    if (event.type === 'failed') throw new BusError(event.error.code, event.error.message);
-    return event;
-  } finally {
-    clearTimeout(timer);
-    subscription.unsubscribe();
-  }
 }

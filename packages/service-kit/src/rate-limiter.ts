@@ -1,6 +1,8 @@
-import { defineRedisScript } from '@jarvis/service-kit';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { defineRedisScript } from './redis-script';
 
 // Sliding-window rate limits in Redis. Each window is a sorted set of the requests admitted in the
 // last windowMs, scored by Redis's own clock so replicas' clocks do not matter. One request may
@@ -77,4 +79,67 @@ export async function admitRequest(
     state.remaining < closest.remaining ? state : closest,
   );
   return { isAdmitted: true, ...tightest };
+}
+
+// The per-minute windows: what RATE_LIMIT_PER_MINUTE and CHAT_RATE_LIMIT_PER_MINUTE count.
+export const RATE_WINDOW_MS = 60_000;
+
+// A user's limits per minute; 0: no limit.
+export type UserRateLimits = {
+  // Requests on every route (POST /v1/chat, and a chat turn from Telegram, among them).
+  perMinute: number;
+  // Chat turns, on top of perMinute.
+  chatPerMinute: number;
+};
+
+// The windows a user's request counts in. The keys are the same in every service that starts
+// turns (the gateway's POST /v1/chat, the tools service's Telegram chat), so a user has one
+// budget of chat turns however they talk. namespace: the NATS namespace, so installs and test
+// runs sharing one Redis count apart.
+export function userRateWindows(
+  namespace: string,
+  userId: string,
+  limits: UserRateLimits,
+  isChatTurn: boolean,
+): RateWindow[] {
+  const id = `${namespace}:ratelimit:{user:${userId}}`;
+  const windows: RateWindow[] = [];
+  if (limits.perMinute > 0) {
+    windows.push({ key: `${id}:all`, limit: limits.perMinute, what: 'requests' });
+  }
+  if (limits.chatPerMinute > 0 && isChatTurn) {
+    windows.push({ key: `${id}:chat`, limit: limits.chatPerMinute, what: 'chat turns' });
+  }
+  return windows;
+}
+
+// Admits a request into per-minute windows; undefined: not counted, let it through.
+export type AdmitRate = (windows: RateWindow[]) => Promise<RateVerdict | undefined>;
+
+// Fail open: the limits protect the service from overuse; they do not decide who may come in
+// (authentication, or a linked chat, does). Refusing everyone while Redis restarts would turn a
+// Redis blip into an outage, and the readiness check and watchdog already restart the service if
+// Redis stays away. Not waiting on a client that is reconnecting keeps requests from queueing
+// behind it meanwhile.
+export function createRateAdmitter(redis: Redis, logger: Logger): AdmitRate {
+  let isFailingOpen = false;
+  return async (windows) => {
+    if (windows.length === 0) return undefined;
+    let verdict: RateVerdict;
+    try {
+      if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`);
+      verdict = await admitRequest(redis, windows, RATE_WINDOW_MS, randomBytes(8).toString('hex'));
+    } catch (error) {
+      if (!isFailingOpen) {
+        isFailingOpen = true;
+        logger.warn({ err: error }, 'rate limits off: Redis is unreachable');
+      }
+      return undefined;
+    }
+    if (isFailingOpen) {
+      isFailingOpen = false;
+      logger.info('rate limits back on');
+    }
+    return verdict;
+  };
 }

@@ -175,6 +175,7 @@ export type Delivery = z.infer<typeof Delivery>;
 // Quiet hours, as wall-clock times in the user's zone; start after end spans midnight.
 const WallTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM, 24-hour');
 export const QuietHours = z.strictObject({ start: WallTime, end: WallTime });
+export type QuietHours = z.infer<typeof QuietHours>;
 export const NotificationSettings = z.object({
   quietHours: QuietHours.nullable(),
   // The zone quiet hours are read in: the user's, as the gateway last told it.
@@ -188,6 +189,7 @@ const userShape = { userId: Id, userTimeZone: TimeZone.default('UTC') };
 
 export const ChannelsListRequest = z.object(userShape);
 export const ChannelsListResponse = z.object({ channels: z.array(Channel) });
+export type ChannelsListResponse = z.infer<typeof ChannelsListResponse>;
 export const notificationsChannelsList = defineRpc(
   'notifications.channels.list',
   ChannelsListRequest,
@@ -199,6 +201,7 @@ export const notificationsChannelsList = defineRpc(
 // install's SMTP mails a confirmation code to `to`.
 export const ChannelsPutRequest = z.object({ ...userShape, channel: ChannelSettings });
 export const ChannelResponse = z.object({ channel: Channel });
+export type ChannelResponse = z.infer<typeof ChannelResponse>;
 export const notificationsChannelsPut = defineRpc(
   'notifications.channels.put',
   ChannelsPutRequest,
@@ -235,6 +238,7 @@ export const TestResponse = z.object({
     error: z.string().nullable(),
   }),
 });
+export type TestResponse = z.infer<typeof TestResponse>;
 export const notificationsTest = defineRpc('notifications.test', TestRequest, TestResponse);
 
 export const DELIVERIES_MAX_LIMIT = 200;
@@ -249,6 +253,7 @@ export const DeliveriesListResponse = z.object({
   deliveries: z.array(Delivery),
   nextBefore: Timestamp.optional(),
 });
+export type DeliveriesListResponse = z.infer<typeof DeliveriesListResponse>;
 export const notificationsDeliveriesList = defineRpc(
   'notifications.deliveries.list',
   DeliveriesListRequest,
@@ -257,6 +262,7 @@ export const notificationsDeliveriesList = defineRpc(
 
 export const SettingsGetRequest = z.object(userShape);
 export const SettingsResponse = z.object({ settings: NotificationSettings });
+export type SettingsResponse = z.infer<typeof SettingsResponse>;
 export const notificationsSettingsGet = defineRpc(
   'notifications.settings.get',
   SettingsGetRequest,
@@ -278,6 +284,7 @@ export const TelegramLinkResponse = z.object({
   // t.me/<bot>?start=<code>: opens the chat with the code filled in.
   url: z.string().nullable(),
 });
+export type TelegramLinkResponse = z.infer<typeof TelegramLinkResponse>;
 export const notificationsTelegramLink = defineRpc(
   'notifications.telegram.link',
   TelegramLinkRequest,

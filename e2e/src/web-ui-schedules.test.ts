@@ -1,6 +1,3 @@
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import {
   MeResponse,
   type Schedule,
@@ -8,29 +5,25 @@ import {
   SchedulesListResponse,
 } from '@jarvis/contracts';
 import { type StackFixture, startStackFixture } from '@jarvis/testkit';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrowserPage, openBrowserPage, PHONE, signIn } from './browser';
 
 // The Schedules page and live reminders in Debian's Chromium, against the whole stack with its
 // scheduler (web-ui.test.ts explains the set-up). The browser runs in New York and in British
 // English; the user's zone is set to Colombo (+05:30, no DST), so a time shown on Colombo's
 // clock can be neither the browser's nor UTC. (Not Kolkata: Chromium lists it by its old name,
 // Asia/Calcutta.)
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = fileURLToPath(new URL('../artifacts/screenshots/', import.meta.url));
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
 const BROWSER_ZONE = 'America/New_York';
 const USER_ZONE = 'Asia/Colombo';
 
 describe('schedules in the web UI', () => {
   let fixture: StackFixture;
   let key: string;
-  let browser: Browser;
+  let browser: BrowserPage;
   let page: Page;
-  const problems: string[] = [];
 
-  const shoot = (name: string) => page.screenshot({ path: `${SCREENSHOTS}${name}.png` });
+  const shoot = (name: string) => browser.shoot(name);
   const api = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
       method,
@@ -56,32 +49,10 @@ describe('schedules in the web UI', () => {
     page.getByRole('list', { name: 'Schedules' }).getByRole('listitem').filter({ hasText: text });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
-    }
-    await mkdir(SCREENSHOTS, { recursive: true });
     fixture = await startStackFixture();
     key = (await fixture.createUser('grace')).apiKey;
-
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--disable-gpu', '--disable-quic', '--disable-component-update', '--disable-sync'],
-    });
-    const context = await browser.newContext({
-      viewport: DESKTOP,
-      locale: 'en-GB',
-      timezoneId: BROWSER_ZONE,
-    });
-    page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(message.text());
-    });
-    page.on('pageerror', (error) => problems.push(error.message));
-    await page.addInitScript({
-      content: `document.addEventListener('securitypolicyviolation', (event) =>
-        console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI));`,
-    });
+    browser = await openBrowserPage({ locale: 'en-GB', timezoneId: BROWSER_ZONE });
+    page = browser.page;
   });
 
   afterAll(async () => {
@@ -90,12 +61,13 @@ describe('schedules in the web UI', () => {
   });
 
   it('offers the browser zone while none is set, and keeps the zone chosen', async () => {
-    await page.goto(`${fixture.stack.gatewayUrl}/`);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByLabel('Message', { exact: true }).waitFor();
+    await signIn(page, fixture.stack.gatewayUrl, key);
     await openSection('Schedules');
     expect(new URL(page.url()).pathname).toBe('/schedules');
+    await page.getByText('Your time zone is not set yet: times are told in UTC.').waitFor();
+    // The zone is set with the other settings.
+    await page.getByRole('link', { name: 'Change it in Settings' }).click();
+    expect(new URL(page.url()).pathname).toBe('/settings');
 
     const setting = page.getByRole('region', { name: 'Time zone' });
     await setting.getByText('Not set yet: times are told in UTC.').waitFor();
@@ -109,6 +81,8 @@ describe('schedules in the web UI', () => {
     await setting.getByRole('button', { name: 'Save zone' }).click();
     await setting.getByText(`Times are told in ${USER_ZONE}.`).waitFor();
     expect(await me()).toMatchObject({ timeZone: USER_ZONE, isTimeZoneSet: true });
+    await openSection('Schedules');
+    await page.locator('.zone-note').getByText(USER_ZONE).waitFor();
   });
 
   let passport: Schedule;
@@ -257,6 +231,6 @@ describe('schedules in the web UI', () => {
   });
 
   it('broke no content security policy and threw no script error', () => {
-    expect(problems.filter((text) => !text.startsWith('Failed to load resource'))).toEqual([]);
+    expect(browser.unexpectedProblems()).toEqual([]);
   });
 });

@@ -1,30 +1,23 @@
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { isTurnRequest, type StackFixture, sentMessages, startStackFixture } from '@jarvis/testkit';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrowserPage, openBrowserPage, PHONE } from './browser';
 
-// The web UI in Debian's Chromium, against the whole stack: the gateway serves the build that
-// turbo makes before this test (turbo.json: @jarvis/e2e#test needs @jarvis/web-ui#build).
-// Screenshots land in e2e/artifacts/screenshots/ (git-ignored) to be looked at.
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = fileURLToPath(new URL('../artifacts/screenshots/', import.meta.url));
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
+// The web UI in Debian's Chromium (./browser.ts), against the whole stack: the gateway serves
+// the build that turbo makes before this test (turbo.json: @jarvis/e2e#test needs
+// @jarvis/web-ui#build).
 const REPLY = 'Your favourite colour is <b>purple</b>.';
 const NOTE = 'notes/old-plans.md';
 
 describe('the web UI in a browser', () => {
   let fixture: StackFixture;
   let key: string;
-  let browser: Browser;
+  let browser: BrowserPage;
   let page: Page;
-  // Every URL the page asked for, and everything it complained about.
+  // Every URL the page asked for.
   const urls: string[] = [];
-  const problems: string[] = [];
 
-  const shoot = (name: string) => page.screenshot({ path: `${SCREENSHOTS}${name}.png` });
+  const shoot = (name: string) => browser.shoot(name);
   // The page's own code is evaluated in the browser: written as text, as this package has no DOM
   // types.
   const storedKey = () => page.evaluate("localStorage.getItem('jarvis.apiKey')");
@@ -36,10 +29,6 @@ describe('the web UI in a browser', () => {
     });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
-    }
-    await mkdir(SCREENSHOTS, { recursive: true });
     fixture = await startStackFixture();
     key = (await fixture.createUser('ada')).apiKey;
     // Asked to delete a note, the model calls memory_delete (a risky tool: it waits for
@@ -66,26 +55,9 @@ describe('the web UI in a browser', () => {
     };
     expect((await api('POST', '/v1/memory/facts', fact)).status).toBe(201);
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      // Playwright already passes --no-sandbox (needed as root), --no-first-run and
-      // --disable-background-networking; the rest keep Chromium off this closed network.
-      args: ['--disable-gpu', '--disable-quic', '--disable-component-update', '--disable-sync'],
-    });
-    const context = await browser.newContext({ viewport: DESKTOP });
-    page = await context.newPage();
+    browser = await openBrowserPage();
+    page = browser.page;
     page.on('request', (request) => urls.push(request.url()));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(message.text());
-    });
-    page.on('pageerror', (error) => problems.push(error.message));
-    // Every violation of the policy, reported or not on the console: an inline style the
-    // tightened style-src refuses would show here.
-    await page.addInitScript({
-      content: `document.addEventListener('securitypolicyviolation', (event) =>
-        console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI));`,
-    });
     page.on('dialog', (dialog) => void dialog.accept());
   });
 
@@ -251,6 +223,6 @@ describe('the web UI in a browser', () => {
     expect(urls.filter((url) => url.includes(key))).toEqual([]);
     // CSP violations ("Refused to …") and script errors; answers such as the wrong key's 401
     // are logged as failed loads, and are not the page's fault.
-    expect(problems.filter((text) => !text.startsWith('Failed to load resource'))).toEqual([]);
+    expect(browser.unexpectedProblems()).toEqual([]);
   });
 });

@@ -59,6 +59,7 @@ describe('the web UI route', () => {
       '/memory/facts',
       '/runs/0b6c4b8e-1f1e-4a57-9f0a-4c1f0e1d2a3b',
       '/schedules',
+      '/settings',
     ]) {
       const response = await fetch(`${built.url}${path}`);
       expect(response.status, path).toBe(200);

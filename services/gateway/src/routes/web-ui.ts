@@ -6,7 +6,16 @@ import express, { type RequestHandler, Router } from 'express';
 // The first path segments of the UI's client-side routes (web/src/router.ts, SECTIONS): a
 // reload or a shared link on one of them gets index.html, and the app picks the view. Keep the
 // two lists in step; any other path stays the API's JSON 404.
-const CLIENT_ROUTES = new Set(['', 'chat', 'memory', 'runs', 'approvals', 'missions', 'schedules']);
+const CLIENT_ROUTES = new Set([
+  '',
+  'chat',
+  'memory',
+  'runs',
+  'approvals',
+  'missions',
+  'schedules',
+  'settings',
+]);
 
 export type WebUiOptions = {
   // The UI's build (web/dist): index.html, favicon.svg and assets/ with content-hashed names.

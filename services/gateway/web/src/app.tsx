@@ -12,6 +12,7 @@ import { MissionDetailView, MissionsView } from './missions-view';
 import { SECTIONS, usePath } from './router';
 import { RunDetailView, RunsView } from './runs-view';
 import { ScheduleDetailView, SchedulesView } from './schedules-view';
+import { SettingsView } from './settings-view';
 import { StatusHeader } from './status-header';
 import { createUserEventsFeed } from './user-events';
 
@@ -35,6 +36,7 @@ function CurrentView({ path }: { path: string }) {
   if (section === 'approvals') return <ApprovalsView />;
   if (section === 'missions') return id ? <MissionDetailView id={id} /> : <MissionsView />;
   if (section === 'schedules') return id ? <ScheduleDetailView id={id} /> : <SchedulesView />;
+  if (section === 'settings') return <SettingsView />;
   return <NotFound />;
 }
 

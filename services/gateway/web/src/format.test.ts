@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { formatCost, formatDuration, summariseArguments, truncate } from './format';
+import {
+  formatCost,
+  formatDuration,
+  splitFieldError,
+  summariseArguments,
+  truncate,
+} from './format';
 
 describe('summariseArguments', () => {
   it('shows each argument briefly on one line', () => {
@@ -32,5 +38,31 @@ describe('number formats', () => {
   it('truncates with an ellipsis within the limit', () => {
     expect(truncate('abcdef', 4)).toBe('abc…');
     expect(truncate('abc', 4)).toBe('abc');
+  });
+});
+
+describe('splitFieldError', () => {
+  const fields = ['url', 'smtp.port'];
+
+  it("puts a message naming one of the form's fields beside it", () => {
+    expect(splitFieldError('url: Invalid URL', fields)).toEqual({
+      field: 'url',
+      text: 'Invalid URL',
+    });
+    expect(splitFieldError('channel.url: a private address', fields)).toEqual({
+      field: 'url',
+      text: 'a private address',
+    });
+    expect(splitFieldError('smtp.port: Too big', fields)).toEqual({
+      field: 'smtp.port',
+      text: 'Too big',
+    });
+  });
+
+  it('keeps any other message whole', () => {
+    expect(splitFieldError('topic: letters', fields)).toEqual({ text: 'topic: letters' });
+    expect(splitFieldError('the server answered 500', fields)).toEqual({
+      text: 'the server answered 500',
+    });
   });
 });

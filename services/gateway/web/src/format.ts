@@ -56,3 +56,16 @@ export function formatDateTime(iso: string | null | undefined): string {
 export function formatJson(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? String(value);
 }
+
+// A 400 names its field first ("url: Invalid URL", "smtp.port: …"; through the RPC the tools
+// service answers, "channel.url: …"): such a message goes next to that field of the form, any
+// other above the form's buttons.
+export function splitFieldError(
+  message: string,
+  fields: readonly string[],
+): { field?: string; text: string } {
+  const match = /^([\w.]+): (.+)$/s.exec(message);
+  if (!match?.[1] || !match[2]) return { text: message };
+  const field = match[1].replace(/^channel\./, '');
+  return fields.includes(field) ? { field, text: match[2] } : { text: message };
+}

@@ -9,6 +9,7 @@ export const SECTIONS = [
   { path: '/approvals', label: 'Approvals' },
   { path: '/missions', label: 'Missions' },
   { path: '/schedules', label: 'Schedules' },
+  { path: '/settings', label: 'Settings' },
 ] as const;
 
 const listeners = new Set<() => void>();

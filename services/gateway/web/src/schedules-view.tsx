@@ -1,6 +1,5 @@
 import type {
   Me,
-  MeResponse,
   Schedule,
   ScheduleAction,
   ScheduleResponse,
@@ -15,8 +14,8 @@ import { AppLink, ErrorNotice, Loading, MetaList, PageHeader, StatusBadge } from
 import { truncate } from './format';
 import { navigate } from './router';
 import { ScheduleForm } from './schedule-form';
-import { TimeZoneSetting } from './time-zone-setting';
 import { formatInZone } from './time-zones';
+import { useMe } from './use-me';
 import { useResource } from './use-resource';
 
 const RUNS_PAGE = 30;
@@ -42,13 +41,6 @@ function describeRule(schedule: Schedule): string {
 
 function scheduleTitle(schedule: Schedule): string {
   return schedule.name ?? truncate(describeAction(schedule.action).text, 120);
-}
-
-// What the user's zone is, for every time on these pages: the schedule's own zone is its rule's,
-// but the user reads times on their own clock.
-function useMe() {
-  const { client } = useApp();
-  return useResource('me', () => client.get<MeResponse>('/v1/me'));
 }
 
 // Calls back when one of the user's schedules fires: its next time and history move on by
@@ -157,15 +149,30 @@ function ScheduleItem(props: { schedule: Schedule; timeZone: string; onDeleted: 
   );
 }
 
+// The zone is set on the Settings page, with the rest of the user's settings; here it is said,
+// since every time on this page is read on it.
+function ZoneNote({ me }: { me: Me }) {
+  return (
+    <p class="zone-note">
+      {me.isTimeZoneSet ? (
+        <>
+          Times are told in <strong>{me.timeZone}</strong>.
+        </>
+      ) : (
+        'Your time zone is not set yet: times are told in UTC.'
+      )}{' '}
+      <AppLink href="/settings">Change it in Settings</AppLink>
+    </p>
+  );
+}
+
 export function SchedulesView() {
   const { client } = useApp();
   const me = useMe();
   const list = useResource('schedules', () => client.get<SchedulesListResponse>('/v1/schedules'));
-  // The answer of a PATCH /v1/me: the user as it is now.
-  const [savedMe, setSavedMe] = useState<Me | undefined>();
   useOnScheduleFired(() => list.reload());
 
-  const user = savedMe ?? me.data?.user;
+  const user = me.data?.user;
   return (
     <section class="page">
       <PageHeader title="Schedules" />
@@ -176,7 +183,7 @@ export function SchedulesView() {
       <ErrorNotice message={me.error} />
       {user ? (
         <>
-          <TimeZoneSetting me={user} onSaved={setSavedMe} />
+          <ZoneNote me={user} />
           <ScheduleForm userTimeZone={user.timeZone} onCreated={list.reload} />
         </>
       ) : null}

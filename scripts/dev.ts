@@ -10,6 +10,10 @@ const width = Math.max(...names.map((name) => name.length));
 const env: Record<string, string> = {};
 for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
 
+// The key that seals notification channels' secrets, made by the tools service's first start
+// beside the database (JARVIS_SECRET_KEY, when set, wins).
+env.JARVIS_SECRET_KEY_FILE ??= resolve('.data/secret.key');
+
 const stack = new Stack({
   env,
   dataDir: resolve('.data/postgres'),

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { CreateUserResponse } from '@jarvis/contracts';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
 import {
@@ -47,7 +48,8 @@ export async function startStackFixture(
   const dataDir = await makeTempDir('e2e');
   const adminKey = `admin-${randomBytes(24).toString('hex')}`;
   const stack = new Stack({
-    dataDir: dataDir.path,
+    // Laid out as make dev's .data: the embedded Postgres, and the tools service's key file.
+    dataDir: join(dataDir.path, 'postgres'),
     ...(databaseUrl ? { databaseUrl } : {}),
     // Each service writes its CPU profile there when it stops.
     ...(options.cpuProfileDir
@@ -69,6 +71,8 @@ export async function startStackFixture(
       JARVIS_ADMIN_KEY: adminKey,
       // The pages tests serve to web_fetch are on loopback.
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      // Made by the tools service's first start, as in an install without JARVIS_SECRET_KEY.
+      JARVIS_SECRET_KEY_FILE: join(dataDir.path, 'secret.key'),
       LOG_LEVEL: 'warn',
       ...extraEnv,
     },

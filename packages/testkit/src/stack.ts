@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { embeddedPostgresUrl } from '@jarvis/db';
 import { waitFor } from './infra';
@@ -41,6 +42,10 @@ export class Stack {
   private readonly options: StackOptions;
   private readonly processes = new Map<ServiceName | 'postgres', ManagedProcess>();
   private readonly ports = new Map<ServiceName | 'postgres', number>();
+  // The tools service's key for channel secrets when the env names none (neither
+  // JARVIS_SECRET_KEY nor its file): one per stack, so that a restarted tools service still
+  // opens what it sealed, and no stack shares a key file with make dev's or another stack's.
+  private readonly secretKey = randomBytes(32).toString('base64');
 
   constructor(options: StackOptions) {
     this.options = options;
@@ -111,7 +116,10 @@ export class Stack {
   // `env` adds to the stack's settings for this start only (a crash test's fault point).
   async startService(name: ServiceName, env: Record<string, string> = {}): Promise<void> {
     const port = String(this.ports.get(name) ?? 0);
+    const hasKey =
+      'JARVIS_SECRET_KEY' in this.options.env || 'JARVIS_SECRET_KEY_FILE' in this.options.env;
     const managed = this.launch(name, `services/${name}/src/main.ts`, {
+      ...(name === 'tools' && !hasKey ? { JARVIS_SECRET_KEY: this.secretKey } : {}),
       ...this.options.env,
       ...env,
       DATABASE_URL: this.databaseUrl,

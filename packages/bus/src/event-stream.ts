@@ -1,9 +1,9 @@
-import { DeliverPolicy, DiscardPolicy, nanos, RetentionPolicy, StorageType } from 'nats';
+import { AckPolicy, DeliverPolicy, DiscardPolicy, nanos, RetentionPolicy, StorageType } from 'nats';
 import type { z } from 'zod';
 import type { Bus } from './bus';
 import { BusError } from './bus-error';
 import { decodeJson } from './codec';
-import { putStream } from './work-queue';
+import { putStream, type WorkQueueOptions } from './work-queue';
 
 export type EventStreamOptions = {
   // Stream name, before the namespace prefix.
@@ -57,6 +57,31 @@ export function lastEventSeq(bus: Bus, stream: string): Promise<number> {
     const jsm = await bus.nc.jetstreamManager();
     const info = await jsm.streams.info(bus.streamName(stream));
     return info.state.last_seq;
+  });
+}
+
+// A durable consumer of an event stream that every replica of a service shares, so each event is
+// handled once (read it with startWorker and the same options). Created starting with the events
+// published from then on: a service that starts reading a stream does not act on the day of
+// events it already keeps. An existing consumer is left as it is, where it has got to.
+export function ensureEventConsumer(
+  bus: Bus,
+  options: Omit<WorkQueueOptions, 'duplicateWindowMs'> & { subjects: string },
+): Promise<void> {
+  return reachStream(bus, options.stream, async () => {
+    const jsm = await bus.nc.jetstreamManager();
+    const stream = bus.streamName(options.stream);
+    const existing = await jsm.consumers.info(stream, options.consumer).catch(() => undefined);
+    if (existing) return;
+    await jsm.consumers.add(stream, {
+      durable_name: options.consumer,
+      filter_subject: bus.subject(options.subjects),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      ack_wait: nanos(options.ackWaitMs),
+      max_deliver: options.maxDeliver,
+      max_ack_pending: Math.max(options.maxInFlight * 4, 100),
+    });
   });
 }
 

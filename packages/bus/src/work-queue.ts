@@ -32,6 +32,12 @@ export type WorkQueueOptions = {
 export type Delivery = {
   // 1 on the first delivery, 2 on the first redelivery, ...
   deliveryCount: number;
+  // The full subject it was published on: a stream of many subjects (one per user) tells whose
+  // message it is by it.
+  subject: string;
+  // Its stream sequence, and the id it was published with (publishWork's messageId), if any.
+  seq: number;
+  messageId: string | undefined;
 };
 
 // What a handler wants done with its message. `retry` waits before the next delivery.
@@ -165,7 +171,13 @@ async function handleMessage<P extends z.ZodType>(
         parent,
         attributes: { 'messaging.destination.name': msg.subject },
       },
-      () => handler(parsed.data, { deliveryCount: msg.info.deliveryCount }),
+      () =>
+        handler(parsed.data, {
+          deliveryCount: msg.info.deliveryCount,
+          subject: msg.subject,
+          seq: msg.seq,
+          messageId: msg.headers?.get('Nats-Msg-Id') || undefined,
+        }),
     );
     if (outcome.type === 'ack') msg.ack();
     else if (outcome.type === 'retry') msg.nak(outcome.delayMs);

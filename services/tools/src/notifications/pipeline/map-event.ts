@@ -1,0 +1,94 @@
+import { type NotificationKind, URGENT_KINDS, type UserEvent } from '@jarvis/contracts';
+import type { Notification } from '../channel';
+
+// What an event tells the user outside the browser, if anything, and whether it goes through
+// quiet hours.
+export type MappedNotification = { notification: Notification; isUrgent: boolean };
+
+// Longest title a channel gets: ntfy and email show it on one line.
+const TITLE_MAX_CHARS = 120;
+
+// Maps a user event to the notification it makes; undefined for events nobody is told about
+// away from the UI (a mission starting, a task finishing, a prompt or mission that merely
+// started: their result comes as its own event).
+export function mapEvent(
+  event: UserEvent,
+  eventId: string,
+  publicUrl: string | undefined,
+): MappedNotification | undefined {
+  const link = (path: string) =>
+    publicUrl ? `${publicUrl.replace(/\/+$/, '')}${path}` : undefined;
+  const make = (
+    kind: NotificationKind,
+    title: string,
+    text: string,
+    path: string,
+    extra: Partial<Notification> = {},
+  ): MappedNotification => {
+    const url = link(path);
+    return {
+      notification: {
+        eventId,
+        kind,
+        occurredAt: event.occurredAt,
+        title: cut(title, TITLE_MAX_CHARS),
+        text,
+        ...(url ? { url } : {}),
+        ...extra,
+      },
+      isUrgent: URGENT_KINDS.includes(kind),
+    };
+  };
+  switch (event.type) {
+    case 'schedule_fired': {
+      const { schedule, run } = event;
+      const schedulePath = `/schedules/${schedule.id}`;
+      if (run.status === 'fired') {
+        if (schedule.actionType !== 'remind') return undefined;
+        const text = event.text ?? schedule.name ?? 'Reminder';
+        return make('reminder', schedule.name ?? `Reminder: ${text}`, text, '/chat');
+      }
+      if (run.status === 'running') return undefined;
+      const what = schedule.name ? `"${schedule.name}"` : `A ${schedule.actionType} schedule`;
+      return make(
+        'scheduled_failure',
+        `${what} ${run.status === 'failed' ? 'failed' : `was ${run.status}`}`,
+        run.reason ?? `The occurrence due ${run.scheduledFor} was ${run.status}.`,
+        schedulePath,
+      );
+    }
+    case 'schedule_result':
+      return event.status === 'done'
+        ? make('scheduled_result', 'Scheduled work finished', event.text, '/chat')
+        : make('scheduled_failure', 'Scheduled work failed', event.text, '/chat');
+    case 'mission_updated': {
+      if (event.change !== 'ended') return undefined;
+      const { mission } = event;
+      return make(
+        'mission_report',
+        `Mission ${mission.status}: ${mission.objective}`,
+        event.report ?? mission.objective,
+        `/missions/${mission.id}`,
+      );
+    }
+    case 'approval_requested': {
+      const { approval } = event;
+      return make(
+        'approval_request',
+        `Approve ${approval.toolName}?`,
+        `A run waits for your decision on ${approval.toolName} (${describeArguments(approval.arguments)}) until ${approval.expiresAt}.`,
+        '/approvals',
+        { approvalId: approval.id },
+      );
+    }
+  }
+}
+
+// The call's arguments as the user reads them to decide: short, one line.
+function describeArguments(args: Record<string, unknown>): string {
+  return cut(JSON.stringify(args), 300);
+}
+
+export function cut(text: string, maxChars: number): string {
+  return text.length <= maxChars ? text : `${text.slice(0, maxChars - 1)}…`;
+}

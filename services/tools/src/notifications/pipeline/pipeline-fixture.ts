@@ -1,0 +1,214 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Bus } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
+import { type ChannelType, DEFAULT_CHANNEL_EVENTS, type NotificationKind } from '@jarvis/contracts';
+import { createLogger } from '@jarvis/telemetry';
+import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { startToolsDatabase } from '../../tools-database-fixture';
+import { type ChannelSender, SendError } from '../channel';
+import { putChannel } from '../channels-repository';
+import { createSecretBox } from '../secret-box';
+import type { DeliverDeps } from './deliver';
+import {
+  type NotificationPipeline,
+  type PipelineDeps,
+  startNotificationPipeline,
+} from './pipeline';
+
+// The pipeline as its tests meet it: the tools schema on a test database, a NATS namespace of its
+// own, and a real HTTP server as every user's channel, which a test tells how to answer.
+
+export type ReceivedRequest = {
+  path: string;
+  body: { id: string; type: string; title: string; text: string; occurredAt: string };
+  at: number;
+  status: number;
+};
+
+// How the receiver answers one request: a status and, for 429/503, a Retry-After in seconds.
+export type Answer = { status: number; retryAfterSeconds?: number };
+
+export type Receiver = {
+  url: string;
+  requests: ReceivedRequest[];
+  answer: (request: ReceivedRequest) => Answer;
+  close(): Promise<void>;
+};
+
+export async function startReceiver(): Promise<Receiver> {
+  const receiver: Omit<Receiver, 'url' | 'close'> = {
+    requests: [],
+    answer: () => ({ status: 200 }),
+  };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request: ReceivedRequest = {
+        path: req.url ?? '/',
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+        at: Date.now(),
+        status: 0,
+      };
+      const answer = receiver.answer(request);
+      request.status = answer.status;
+      receiver.requests.push(request);
+      if (answer.retryAfterSeconds !== undefined) {
+        res.setHeader('retry-after', String(answer.retryAfterSeconds));
+      }
+      res.writeHead(answer.status).end();
+    });
+  });
+  // The recovery test sends a thousand requests at once.
+  server.maxConnections = 10_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(receiver, {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+// A channel sender for the tests: POSTs the notification's webhook body to the channel's URL, a
+// real request, and reads the answer as the channel senders do (429 and 5xx retryable, with
+// Retry-After; any other 4xx final).
+function createPostingSender(type: ChannelType): ChannelSender {
+  return {
+    type,
+    async send(channel, notification, signal) {
+      if (channel.config.type !== 'webhook' && channel.config.type !== 'ntfy') {
+        throw new Error('the test sender posts to webhook and ntfy channels only');
+      }
+      const response = await fetch(channel.config.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id: notification.eventId,
+          type: notification.kind,
+          occurredAt: notification.occurredAt,
+          title: notification.title,
+          text: notification.text,
+        }),
+        signal,
+      }).catch((error: unknown) => {
+        throw new SendError(`could not connect (${String(error)})`, { isRetryable: true });
+      });
+      await response.arrayBuffer();
+      if (response.ok) return;
+      const retryAfter = Number(response.headers.get('retry-after'));
+      const isRetryable = response.status === 429 || response.status >= 500;
+      throw new SendError(`the server answered ${response.status}`, {
+        isRetryable,
+        ...(Number.isFinite(retryAfter) && retryAfter > 0
+          ? { retryAfterMs: retryAfter * 1000 }
+          : {}),
+      });
+    },
+  };
+}
+
+export type PipelineFixture = {
+  db: TestDatabase;
+  bus: Bus;
+  receiver: Receiver;
+  deps: PipelineDeps;
+  // A webhook (and, with `ntfy`, an ntfy) channel of the user, posting to <receiver>/<userId>/<type>.
+  addChannels(
+    userId: string,
+    options?: { ntfy?: boolean; events?: NotificationKind[] },
+  ): Promise<void>;
+  startPipeline(): Promise<NotificationPipeline>;
+  // The deliveries of a user, by status.
+  statuses(userId: string): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+};
+
+export async function startPipelineFixture(
+  label: string,
+  settings: Partial<Omit<DeliverDeps, 'pool' | 'box' | 'senders' | 'logger'>> &
+    Partial<Pick<PipelineDeps, 'sweepIntervalMs' | 'overdueMs'>> = {},
+): Promise<PipelineFixture> {
+  const stoppers: Array<() => Promise<unknown>> = [];
+  const stop = async () => {
+    for (const stopOne of stoppers.splice(0).reverse()) await stopOne();
+  };
+  try {
+    const db = await startToolsDatabase();
+    stoppers.push(() => db.stop());
+    const bus = await connectTestBus(uniqueNamespace(label));
+    stoppers.push(() => bus.close());
+    const receiver = await startReceiver();
+    stoppers.push(() => receiver.close());
+    const box = createSecretBox(randomBytes(32));
+    const deps: PipelineDeps = {
+      bus,
+      pool: db.pool,
+      box,
+      senders: new Map([
+        ['webhook', createPostingSender('webhook')],
+        ['ntfy', createPostingSender('ntfy')],
+      ]),
+      logger: createLogger('notifications-test', 'silent'),
+      sendTimeoutMs: 2_000,
+      maxAttempts: 3,
+      retry: { baseDelayMs: 200, maxDelayMs: 2_000 },
+      publicUrl: 'https://jarvis.example.com',
+      sweepIntervalMs: 500,
+      overdueMs: 5_000,
+      ...settings,
+    };
+    return {
+      db,
+      bus,
+      receiver,
+      deps,
+      async addChannels(userId, options = {}) {
+        const events = options.events ?? DEFAULT_CHANNEL_EVENTS;
+        await putChannel(db.pool, box, {
+          userId,
+          config: { type: 'webhook', url: `${receiver.url}/${userId}/webhook`, format: 'jarvis' },
+          secrets: { secret: 'a-webhook-secret-of-the-test' },
+          events,
+          isConfirmed: true,
+        });
+        if (options.ntfy) {
+          await putChannel(db.pool, box, {
+            userId,
+            config: {
+              type: 'ntfy',
+              url: `${receiver.url}/${userId}/ntfy`,
+              topic: 't',
+              priority: 3,
+            },
+            secrets: {},
+            events,
+            isConfirmed: true,
+          });
+        }
+      },
+      async startPipeline() {
+        const pipeline = await startNotificationPipeline(deps);
+        stoppers.push(() => pipeline.stop());
+        return pipeline;
+      },
+      async statuses(userId) {
+        const { rows } = await db.pool.query<{ status: string; count: string }>(
+          `SELECT status, count(*) AS count FROM tools.notification_deliveries
+           WHERE user_id = $1 GROUP BY status`,
+          [userId],
+        );
+        return Object.fromEntries(rows.map((row) => [row.status, Number(row.count)]));
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type Bus,
+  ensureEventConsumer,
+  ensureUserEventStream,
+  ensureWorkQueue,
+  type Outcome,
+  publishWork,
+  startWorker,
+  type WorkQueueOptions,
+} from '@jarvis/bus';
+import {
+  type ChannelType,
+  defineEvent,
+  Id,
+  USER_EVENTS_STREAM,
+  UserEvent,
+  userEventSubject,
+} from '@jarvis/contracts';
+import type { Queryable } from '@jarvis/db';
+import { z } from 'zod';
+import type { Notification, SecretBox } from '../channel';
+import { listSubscribedChannels } from '../channels-repository';
+import { getSettings } from '../settings-repository';
+import { type DeliverDeps, deliver } from './deliver';
+import {
+  insertDeliveries,
+  listOverdue,
+  type NewDelivery,
+  releaseHeld,
+} from './deliveries-repository';
+import { mapEvent } from './map-event';
+import { quietHoursEnd } from './quiet-hours';
+
+export type PipelineDeps = DeliverDeps & {
+  bus: Bus;
+  // The UI's address (PUBLIC_URL): notifications link to it when set.
+  publicUrl: string | undefined;
+  // How often the sweeper looks for deliveries to queue (held ones due, lost work messages), and
+  // how late a queued delivery must be before its work message counts as lost.
+  sweepIntervalMs: number;
+  overdueMs: number;
+};
+
+// The work queue of deliveries: a message names a delivery row, which says everything else. Only
+// this service publishes and reads it.
+export const deliveryWork = defineEvent('notifications.deliveries', z.object({ deliveryId: Id }));
+
+const DELIVERY_QUEUE = {
+  stream: 'NOTIFY_DELIVERIES',
+  consumer: 'notifications-worker',
+  // How many sends one process has going at once.
+  maxInFlight: 32,
+  // The database counts attempts (NOTIFY_MAX_ATTEMPTS); the queue only must never give up on a
+  // message first, and a message that is not due yet is put back (counted as a delivery) each time.
+  maxDeliver: -1,
+  // Short, because the sweeper re-publishes lost work once it is overdue (overdueMs): a
+  // re-publish inside this window would be dropped as a duplicate.
+  duplicateWindowMs: 60_000,
+} satisfies Omit<WorkQueueOptions, 'ackWaitMs'>;
+
+// The durable consumer of user events, shared by every replica: each event is mapped once.
+const EVENT_QUEUE = {
+  stream: USER_EVENTS_STREAM.stream,
+  consumer: 'notifications',
+  ackWaitMs: 30_000,
+  maxDeliver: -1,
+  maxInFlight: 16,
+};
+const userEvents = defineEvent(userEventSubject('*'), UserEvent);
+
+// Deliveries handled by one sweep: the rest wait for the next.
+const SWEEP_BATCH = 500;
+
+export type NotificationPipeline = { stop(): Promise<void> };
+
+// User events become deliveries, and deliveries are sent: the event consumer only inserts rows
+// and queues them, so a channel that is down holds up nothing before it; the worker sends with
+// retries; the sweeper queues held deliveries when quiet hours end and work whose message was lost.
+export async function startNotificationPipeline(deps: PipelineDeps): Promise<NotificationPipeline> {
+  const workQueue = { ...DELIVERY_QUEUE, ackWaitMs: deps.sendTimeoutMs + 30_000 };
+  await ensureUserEventStream(deps.bus);
+  await ensureEventConsumer(deps.bus, { ...EVENT_QUEUE, subjects: userEventSubject('*') });
+  await ensureWorkQueue(deps.bus, deliveryWork, workQueue);
+  const worker = await startWorker(deps.bus, deliveryWork, workQueue, async ({ deliveryId }) =>
+    toOutcome(await deliver(deps, deliveryId)),
+  );
+  const consumer = await startWorker(deps.bus, userEvents, EVENT_QUEUE, async (event, message) => {
+    const userId = message.subject.slice(message.subject.lastIndexOf('.') + 1);
+    // The producer's id (a schedule run's key, an approval's): the same event seen again, from a
+    // retried producer or a redelivery, makes no second delivery. The sequence only if it had none.
+    const eventId = message.messageId ?? `seq:${message.seq}`;
+    await queueEvent(deps, userId, eventId, event);
+    return { type: 'ack' };
+  });
+  const sweeper = startSweeper(deps);
+  return {
+    async stop() {
+      // Intake first: nothing new is queued while the worker finishes the sends in hand.
+      await consumer.stop();
+      await sweeper.stop();
+      await worker.stop();
+    },
+  };
+}
+
+function toOutcome(result: Awaited<ReturnType<typeof deliver>>): Outcome {
+  if (result.status === 'retrying' || result.status === 'not_due') {
+    return { type: 'retry', delayMs: result.retryInMs };
+  }
+  return { type: 'ack' };
+}
+
+// Maps one event, inserts a delivery per subscribed channel and queues those that are due.
+async function queueEvent(
+  deps: PipelineDeps,
+  userId: string,
+  eventId: string,
+  event: UserEvent,
+): Promise<void> {
+  const mapped = mapEvent(event, eventId, deps.publicUrl);
+  if (!mapped || !Id.safeParse(userId).success) return;
+  const { toPublish } = await storeNotification(
+    deps.pool,
+    deps.box,
+    userId,
+    mapped.notification,
+    mapped.isUrgent,
+  );
+  await publishDeliveries(deps.bus, toPublish);
+}
+
+// Inserts the deliveries of a notification to every channel of the user subscribed to its
+// kind, held until quiet hours end unless it is urgent. Answers the channels it goes to, and the
+// deliveries to publish once the rows are committed (a worker looking earlier finds none).
+export async function storeNotification(
+  db: Queryable,
+  box: SecretBox,
+  userId: string,
+  notification: Notification,
+  isUrgent: boolean,
+): Promise<{ channels: ChannelType[]; toPublish: string[] }> {
+  const channels = await listSubscribedChannels(db, box, userId, notification.kind);
+  if (channels.length === 0) return { channels: [], toPublish: [] };
+  const settings = await getSettings(db, userId);
+  const heldUntil =
+    isUrgent || !settings.quietHours
+      ? undefined
+      : quietHoursEnd(new Date(), settings.quietHours, settings.timeZone);
+  const rows: NewDelivery[] = channels.map((channel) => ({
+    id: randomUUID(),
+    userId,
+    channel: channel.type,
+    notification,
+    isUrgent,
+    heldUntil,
+  }));
+  const stored = await insertDeliveries(db, rows);
+  return {
+    channels: channels.map((channel) => channel.type),
+    toPublish: stored.filter((delivery) => delivery.status === 'queued').map((row) => row.id),
+  };
+}
+
+export async function publishDeliveries(bus: Bus, ids: readonly string[]): Promise<void> {
+  await Promise.all(ids.map((id) => publishWork(bus, deliveryWork, { deliveryId: id }, id)));
+}
+
+type Sweeper = { stop(): Promise<void> };
+
+function startSweeper(deps: PipelineDeps): Sweeper {
+  let running: Promise<void> | undefined;
+  const sweep = async () => {
+    const released = await releaseHeld(deps.pool, SWEEP_BATCH);
+    const overdue = await listOverdue(deps.pool, deps.overdueMs, SWEEP_BATCH);
+    // A message still in the queue is de-duplicated (within its window) or finds its delivery
+    // leased or done: publishing again never sends twice.
+    await publishDeliveries(deps.bus, [...released, ...overdue]);
+    if (overdue.length > 0) {
+      deps.logger.warn({ count: overdue.length }, 'queued notification deliveries again');
+    }
+  };
+  const timer = setInterval(() => {
+    if (running) return;
+    running = sweep()
+      .catch((error: unknown) => deps.logger.warn({ err: error }, 'notification sweep failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  }, deps.sweepIntervalMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

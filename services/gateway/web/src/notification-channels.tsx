@@ -50,18 +50,16 @@ const ALL_EVENTS = Object.keys(EVENT_LABELS);
 // The fields each form may be told about by a 400; a message naming another goes above the
 // buttons.
 const FIELDS: Record<FormType, string[]> = {
-  ntfy: ['url', 'topic', 'token', 'priority', 'clickUrl', 'events'],
-  webhook: ['url', 'secret', 'format', 'events'],
+  ntfy: ['url', 'topic', 'token', 'priority', 'clickUrl'],
+  webhook: ['url', 'secret', 'format'],
   email: [
     'to',
-    'smtp',
     'smtp.host',
     'smtp.port',
     'smtp.security',
     'smtp.user',
     'smtp.password',
     'smtp.from',
-    'events',
   ],
 };
 

@@ -21,8 +21,9 @@ export type BotApiStandIn = {
   requests: BotApiRequest[];
   // Requests of one method, in order.
   calls(method: string): Record<string, unknown>[];
-  // Queues an update (update_id is given) for getUpdates.
-  pushUpdate(update: Omit<Update, 'update_id'>): number;
+  // Queues an update for getUpdates, with the next update_id or the one given (an update
+  // Telegram delivers again).
+  pushUpdate(update: Omit<Update, 'update_id'>, updateId?: number): number;
   // The next `count` calls of the method fail with this answer.
   failNext(method: string, failure: BotApiFailure, count?: number): void;
   // getUpdates answered 409 because another one was pending.
@@ -51,6 +52,7 @@ export const STAND_IN_BOT = {
 export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> {
   const requests: BotApiRequest[] = [];
   const updates: Update[] = [];
+  const again = new Set<Update>();
   const failures = new Map<string, BotApiFailure[]>();
   const waiters = new Set<() => void>();
   let nextUpdateId = 1;
@@ -75,8 +77,10 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
 
   const pollUpdates = async (res: ServerResponse, body: Record<string, unknown>) => {
     const offset = typeof body.offset === 'number' ? body.offset : 0;
-    // Telegram forgets what an offset confirms.
-    while (updates[0] && updates[0].update_id < offset) updates.shift();
+    // Telegram forgets what an offset confirms; an update pushed again with its old id is served
+    // once more whatever the offset, as Telegram does for a poller that never confirmed it.
+    const kept = updates.filter((update) => update.update_id >= offset || again.has(update));
+    updates.splice(0, updates.length, ...kept);
     const timeoutS = typeof body.timeout === 'number' ? body.timeout : 0;
     const deadline = Date.now() + timeoutS * 1_000;
     // A poller that went away (bot.stop aborts its getUpdates) closes the response.
@@ -94,7 +98,9 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
       });
     }
     const limit = typeof body.limit === 'number' ? body.limit : 100;
-    return updates.slice(0, limit);
+    const served = updates.slice(0, limit);
+    for (const update of served) again.delete(update);
+    return served;
   };
 
   const server = createServer(async (req, res) => {
@@ -171,9 +177,11 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
     url: `http://127.0.0.1:${port}`,
     requests,
     calls,
-    pushUpdate(update) {
-      const id = nextUpdateId++;
-      updates.push({ ...update, update_id: id });
+    pushUpdate(update, updateId) {
+      const id = updateId ?? nextUpdateId++;
+      const queued = { ...update, update_id: id };
+      if (updateId !== undefined) again.add(queued);
+      updates.push(queued);
       wake();
       return id;
     },

@@ -84,6 +84,7 @@ export function startElection(options: ElectionOptions): Election {
   return {
     isElected: () => isElected,
     async stop() {
+      if (isStopping) return;
       isStopping = true;
       clearTimeout(timer);
       await turn;

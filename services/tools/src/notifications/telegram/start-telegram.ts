@@ -35,12 +35,18 @@ const POLL_RETRY_MS = 5_000;
 // The Telegram chat: once Telegram accepted the token, this replica competes to be the one that
 // long-polls getUpdates, and while it is, it answers the updates (linking, turns, approval
 // buttons). Webhook mode is not offered: long polling needs no public address.
-export async function startTelegram(deps: TelegramDeps): Promise<{ stop(): Promise<void> }> {
+export type TelegramChat = {
+  // Whether this replica is the one polling Telegram now.
+  isPolling(): boolean;
+  stop(): Promise<void>;
+};
+
+export async function startTelegram(deps: TelegramDeps): Promise<TelegramChat> {
   const { bot } = deps.telegram;
   const { logger } = deps;
   if (!bot) {
     logger.info('TELEGRAM_BOT_TOKEN is unset: no Telegram channel');
-    return { stop: async () => {} };
+    return { isPolling: () => false, stop: async () => {} };
   }
   const inFlight = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
@@ -98,6 +104,7 @@ export async function startTelegram(deps: TelegramDeps): Promise<{ stop(): Promi
   });
 
   return {
+    isPolling: () => isPolling,
     async stop() {
       isStopping = true;
       deps.telegram.stop();

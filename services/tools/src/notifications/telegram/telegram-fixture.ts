@@ -22,7 +22,11 @@ import { startTelegram } from './start-telegram';
 
 export const TEST_TOKEN = '424242:telegram-fixture-token';
 
-export type TelegramReplica = { telegram: TelegramBot; stop(): Promise<void> };
+export type TelegramReplica = {
+  telegram: TelegramBot;
+  isPolling(): boolean;
+  stop(): Promise<void>;
+};
 
 export type TelegramFixture = {
   db: TestDatabase;
@@ -113,7 +117,7 @@ export async function startTelegramFixture(
           await bus.close();
         };
         stoppers.push(stopReplica);
-        return { telegram, stop: stopReplica };
+        return { telegram, isPolling: () => started.isPolling(), stop: stopReplica };
       },
       stop,
     };

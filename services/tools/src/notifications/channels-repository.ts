@@ -232,6 +232,17 @@ export type EmailConfirmation = {
   attempts: number;
 };
 
+type ConfirmationRow = { address: string; code_hash: Buffer; expires_at: Date; attempts: number };
+
+function toConfirmation(row: ConfirmationRow): EmailConfirmation {
+  return {
+    address: row.address,
+    codeHash: row.code_hash,
+    expiresAt: row.expires_at,
+    attempts: row.attempts,
+  };
+}
+
 // One pending confirmation per user: a new code replaces the last one and its attempts.
 export async function saveEmailConfirmation(
   pool: Queryable,
@@ -248,31 +259,32 @@ export async function saveEmailConfirmation(
   );
 }
 
+export async function getEmailConfirmation(
+  pool: Queryable,
+  userId: string,
+): Promise<EmailConfirmation | undefined> {
+  const { rows } = await pool.query<ConfirmationRow>(
+    `SELECT address, code_hash, expires_at, attempts FROM tools.email_confirmations
+      WHERE user_id = $1`,
+    [userId],
+  );
+  const [row] = rows;
+  return row && toConfirmation(row);
+}
+
 // Counts an attempt before the code is compared, so that parallel guesses each use one up; the
 // confirmation as it was before this attempt, or undefined when there is none.
 export async function countEmailConfirmationAttempt(
   pool: Queryable,
   userId: string,
 ): Promise<EmailConfirmation | undefined> {
-  const { rows } = await pool.query<{
-    address: string;
-    code_hash: Buffer;
-    expires_at: Date;
-    attempts: number;
-  }>(
+  const { rows } = await pool.query<ConfirmationRow>(
     `UPDATE tools.email_confirmations SET attempts = attempts + 1 WHERE user_id = $1
      RETURNING address, code_hash, expires_at, attempts - 1 AS attempts`,
     [userId],
   );
   const [row] = rows;
-  return (
-    row && {
-      address: row.address,
-      codeHash: row.code_hash,
-      expiresAt: row.expires_at,
-      attempts: row.attempts,
-    }
-  );
+  return row && toConfirmation(row);
 }
 
 export async function deleteEmailConfirmation(pool: Queryable, userId: string): Promise<void> {

@@ -5,7 +5,6 @@ import { type ChannelSender, type SecretBox, SendError } from '../channel';
 import { getChannel } from '../channels-repository';
 import {
   claimDelivery,
-  findDelivery,
   markFailed,
   markRetrying,
   markSent,
@@ -35,10 +34,9 @@ export type DeliverResult =
   | { status: 'sent' }
   | { status: 'failed'; error: string }
   | { status: 'retrying'; error: string; retryInMs: number }
-  // Nothing to do now: it ended already, or waits for quiet hours to end (the sweeper queues it).
-  | { status: 'settled' }
-  // Not due yet (a retry's time, or another worker's attempt in progress): look again then.
-  | { status: 'not_due'; retryInMs: number };
+  // Not for now: it ended already, waits (for quiet hours to end, for its next attempt), or
+  // another attempt has it. The sweeper queues it again when it is due.
+  | { status: 'skipped' };
 
 // A Retry-After is honoured up to this: a receiver asking for a day must not park a reminder
 // for a day, and the attempts left still bound how long it is tried.
@@ -48,7 +46,10 @@ const LEASE_MARGIN_MS = 30_000;
 
 // One attempt at a delivery, the one way anything is sent: by the queue's worker and by the test
 // RPC. The row is claimed first (its attempt counted, leased), so a duplicate work message or a
-// second replica never sends it twice at once; the outcome is written before it is answered.
+// second replica never sends it twice at once; the outcome is written before it is answered. A
+// retry waits in the database (retrying, next_attempt_at), not in the queue: work messages held
+// back there would count against the queue's pending limit, and a channel that is down for long
+// would then stall the deliveries to every other channel.
 export async function deliver(
   deps: DeliverDeps,
   deliveryId: string,
@@ -56,7 +57,7 @@ export async function deliver(
 ): Promise<DeliverResult> {
   const sendTimeoutMs = options.sendTimeoutMs ?? deps.sendTimeoutMs;
   const delivery = await claimDelivery(deps.pool, deliveryId, sendTimeoutMs + LEASE_MARGIN_MS);
-  if (!delivery) return whyNotClaimed(deps, deliveryId);
+  if (!delivery) return { status: 'skipped' };
   const failure = await attempt(deps, delivery, sendTimeoutMs);
   if (!failure) {
     await markSent(deps.pool, delivery.id);
@@ -77,16 +78,6 @@ export async function deliver(
   );
   await markRetrying(deps.pool, delivery.id, failure.message, new Date(Date.now() + retryInMs));
   return { status: 'retrying', error: failure.message, retryInMs };
-}
-
-async function whyNotClaimed(deps: DeliverDeps, deliveryId: string): Promise<DeliverResult> {
-  const delivery = await findDelivery(deps.pool, deliveryId);
-  if (!delivery || delivery.status === 'sent' || delivery.status === 'failed') {
-    return { status: 'settled' };
-  }
-  if (delivery.status === 'held') return { status: 'settled' };
-  const dueInMs = (delivery.nextAttemptAt?.getTime() ?? Date.now()) - Date.now();
-  return { status: 'not_due', retryInMs: Math.max(dueInMs, 100) };
 }
 
 // The attempt's failure as a SendError, or undefined when it was sent.

@@ -85,16 +85,16 @@ export type NewDelivery = {
 export async function insertDeliveries(
   db: Queryable,
   deliveries: readonly NewDelivery[],
-): Promise<Array<{ id: string; status: DeliveryStatus }>> {
+): Promise<Array<{ id: string; status: DeliveryStatus; attempts: number }>> {
   if (deliveries.length === 0) return [];
-  const { rows } = await db.query<{ id: string; status: DeliveryStatus }>(
+  const { rows } = await db.query<{ id: string; status: DeliveryStatus; attempts: number }>(
     `INSERT INTO tools.notification_deliveries
        (id, user_id, event_id, kind, channel, title, content, is_urgent, status, next_attempt_at)
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[],
                           $7::jsonb[], $8::boolean[], $9::text[], $10::timestamptz[])
      ON CONFLICT (user_id, event_id, channel)
        DO UPDATE SET updated_at = tools.notification_deliveries.updated_at
-     RETURNING id, status`,
+     RETURNING id, status, attempts`,
     [
       deliveries.map((one) => one.id),
       deliveries.map((one) => one.userId),
@@ -176,36 +176,44 @@ export async function markFailed(db: Queryable, id: string, error: string): Prom
   );
 }
 
-// Held deliveries whose quiet hours have ended become queued; answers their ids, to publish.
-export async function releaseHeld(db: Queryable, limit: number): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
+// What the sweeper queues: a delivery and its attempts so far, which name its work message.
+export type DueDelivery = { id: string; attempts: number };
+
+// Held deliveries whose quiet hours have ended, and retrying ones whose next attempt is due,
+// become queued: answers them, to publish. SKIP LOCKED: two replicas sweeping at once split them.
+export async function queueDue(db: Queryable, limit: number): Promise<DueDelivery[]> {
+  const { rows } = await db.query<DueDelivery>(
     `UPDATE tools.notification_deliveries SET status = 'queued', next_attempt_at = NULL,
        updated_at = now()
      WHERE id IN (SELECT id FROM tools.notification_deliveries
-                  WHERE status = 'held' AND next_attempt_at <= now()
-                  ORDER BY next_attempt_at LIMIT $1)
-     RETURNING id`,
+                  WHERE status IN ('held', 'retrying') AND next_attempt_at <= now()
+                  ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+     RETURNING id, attempts`,
     [limit],
   );
-  return rows.map((row) => row.id);
+  return rows;
 }
 
-// Queued or retrying deliveries that should have been attempted `overdueMs` ago: their work
-// message was lost (a crash before it was published, a queue message dropped).
-export async function listOverdue(
+// Queued deliveries untouched for `overdueMs`: their work message was lost (a crash before it
+// was published, a worker that died during its attempt and left its lease to run out). Their
+// clock starts again, so that each is queued once per `overdueMs` however long it stays lost.
+export async function queueOverdue(
   db: Queryable,
   overdueMs: number,
   limit: number,
-): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM tools.notification_deliveries
-     WHERE status IN ('queued', 'retrying')
-       AND COALESCE(next_attempt_at, updated_at)
-           < now() - make_interval(secs => $1::double precision / 1000)
-     ORDER BY COALESCE(next_attempt_at, updated_at) LIMIT $2`,
+): Promise<DueDelivery[]> {
+  const { rows } = await db.query<DueDelivery>(
+    `UPDATE tools.notification_deliveries SET next_attempt_at = NULL, updated_at = now()
+     WHERE id IN (SELECT id FROM tools.notification_deliveries
+                  WHERE status = 'queued'
+                    AND COALESCE(next_attempt_at, updated_at)
+                        < now() - make_interval(secs => $1::double precision / 1000)
+                  ORDER BY COALESCE(next_attempt_at, updated_at) LIMIT $2
+                  FOR UPDATE SKIP LOCKED)
+     RETURNING id, attempts`,
     [overdueMs, limit],
   );
-  return rows.map((row) => row.id);
+  return rows;
 }
 
 // A user's deliveries, newest first, created before `before`. A page ends on a whole

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { type ChannelType, DEFAULT_CHANNEL_EVENTS, type NotificationKind } from '@jarvis/contracts';
+import { createPool } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
 import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { startToolsDatabase } from '../../tools-database-fixture';
@@ -131,7 +132,8 @@ export type PipelineFixture = {
 
 export async function startPipelineFixture(
   label: string,
-  settings: Partial<Omit<DeliverDeps, 'pool' | 'box' | 'senders' | 'logger'>> &
+  // The senders default to a plain POST of the webhook body, for webhook and ntfy channels.
+  settings: Partial<Omit<DeliverDeps, 'pool' | 'box' | 'logger'>> &
     Partial<Pick<PipelineDeps, 'sweepIntervalMs' | 'overdueMs'>> = {},
 ): Promise<PipelineFixture> {
   const stoppers: Array<() => Promise<unknown>> = [];
@@ -146,9 +148,13 @@ export async function startPipelineFixture(
     const receiver = await startReceiver();
     stoppers.push(() => receiver.close());
     const box = createSecretBox(randomBytes(32));
+    // As many connections as the service's pool has by default: the test database's own pool is
+    // smaller, and a burst's sends would queue for its connections.
+    const pool = createPool({ url: db.url, applicationName: 'tools-test', max: 10 });
+    stoppers.push(() => pool.end());
     const deps: PipelineDeps = {
       bus,
-      pool: db.pool,
+      pool,
       box,
       senders: new Map([
         ['webhook', createPostingSender('webhook')],

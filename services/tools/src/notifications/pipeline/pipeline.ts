@@ -4,7 +4,6 @@ import {
   ensureEventConsumer,
   ensureUserEventStream,
   ensureWorkQueue,
-  type Outcome,
   publishWork,
   startWorker,
   type WorkQueueOptions,
@@ -24,10 +23,11 @@ import { listSubscribedChannels } from '../channels-repository';
 import { getSettings } from '../settings-repository';
 import { type DeliverDeps, deliver } from './deliver';
 import {
+  type DueDelivery,
   insertDeliveries,
-  listOverdue,
   type NewDelivery,
-  releaseHeld,
+  queueDue,
+  queueOverdue,
 } from './deliveries-repository';
 import { mapEvent } from './map-event';
 import { quietHoursEnd } from './quiet-hours';
@@ -36,8 +36,9 @@ export type PipelineDeps = DeliverDeps & {
   bus: Bus;
   // The UI's address (PUBLIC_URL): notifications link to it when set.
   publicUrl: string | undefined;
-  // How often the sweeper looks for deliveries to queue (held ones due, lost work messages), and
-  // how late a queued delivery must be before its work message counts as lost.
+  // How often the sweeper looks for deliveries to queue (retries due, held ones whose quiet hours
+  // ended, lost work messages): a retry waits up to this much past its time. And how long a
+  // queued delivery stays untouched before its work message counts as lost.
   sweepIntervalMs: number;
   overdueMs: number;
 };
@@ -51,11 +52,11 @@ const DELIVERY_QUEUE = {
   consumer: 'notifications-worker',
   // How many sends one process has going at once.
   maxInFlight: 32,
-  // The database counts attempts (NOTIFY_MAX_ATTEMPTS); the queue only must never give up on a
-  // message first, and a message that is not due yet is put back (counted as a delivery) each time.
-  maxDeliver: -1,
-  // Short, because the sweeper re-publishes lost work once it is overdue (overdueMs): a
-  // re-publish inside this window would be dropped as a duplicate.
+  // Redelivered only when a worker died or the database failed; the database counts attempts
+  // (NOTIFY_MAX_ATTEMPTS), and the sweeper queues again what the queue gave up on.
+  maxDeliver: 10,
+  // Shorter than the sweeper's overdueMs: work queued again because its message was lost must
+  // not be dropped as a duplicate of it.
   duplicateWindowMs: 60_000,
 } satisfies Omit<WorkQueueOptions, 'ackWaitMs'>;
 
@@ -82,9 +83,12 @@ export async function startNotificationPipeline(deps: PipelineDeps): Promise<Not
   await ensureUserEventStream(deps.bus);
   await ensureEventConsumer(deps.bus, { ...EVENT_QUEUE, subjects: userEventSubject('*') });
   await ensureWorkQueue(deps.bus, deliveryWork, workQueue);
-  const worker = await startWorker(deps.bus, deliveryWork, workQueue, async ({ deliveryId }) =>
-    toOutcome(await deliver(deps, deliveryId)),
-  );
+  // Every outcome is acked: the row holds what comes next (a retry's time), and the sweeper
+  // queues it then.
+  const worker = await startWorker(deps.bus, deliveryWork, workQueue, async ({ deliveryId }) => {
+    await deliver(deps, deliveryId);
+    return { type: 'ack' };
+  });
   const consumer = await startWorker(deps.bus, userEvents, EVENT_QUEUE, async (event, message) => {
     const userId = message.subject.slice(message.subject.lastIndexOf('.') + 1);
     // The producer's id (a schedule run's key, an approval's): the same event seen again, from a
@@ -102,13 +106,6 @@ export async function startNotificationPipeline(deps: PipelineDeps): Promise<Not
       await worker.stop();
     },
   };
-}
-
-function toOutcome(result: Awaited<ReturnType<typeof deliver>>): Outcome {
-  if (result.status === 'retrying' || result.status === 'not_due') {
-    return { type: 'retry', delayMs: result.retryInMs };
-  }
-  return { type: 'ack' };
 }
 
 // Maps one event, inserts a delivery per subscribed channel and queues those that are due.
@@ -139,7 +136,7 @@ export async function storeNotification(
   userId: string,
   notification: Notification,
   isUrgent: boolean,
-): Promise<{ channels: ChannelType[]; toPublish: string[] }> {
+): Promise<{ channels: ChannelType[]; toPublish: DueDelivery[] }> {
   const channels = await listSubscribedChannels(db, box, userId, notification.kind);
   if (channels.length === 0) return { channels: [], toPublish: [] };
   const settings = await getSettings(db, userId);
@@ -158,12 +155,18 @@ export async function storeNotification(
   const stored = await insertDeliveries(db, rows);
   return {
     channels: channels.map((channel) => channel.type),
-    toPublish: stored.filter((delivery) => delivery.status === 'queued').map((row) => row.id),
+    toPublish: stored.filter((delivery) => delivery.status === 'queued'),
   };
 }
 
-export async function publishDeliveries(bus: Bus, ids: readonly string[]): Promise<void> {
-  await Promise.all(ids.map((id) => publishWork(bus, deliveryWork, { deliveryId: id }, id)));
+// A delivery's work message is named by the delivery and its attempts so far: publishing the same
+// one twice (an event seen again, two sweepers) stores it once, and each retry is a new message.
+export async function publishDeliveries(bus: Bus, due: readonly DueDelivery[]): Promise<void> {
+  await Promise.all(
+    due.map(({ id, attempts }) =>
+      publishWork(bus, deliveryWork, { deliveryId: id }, attempts === 0 ? id : `${id}:${attempts}`),
+    ),
+  );
 }
 
 type Sweeper = { stop(): Promise<void> };
@@ -171,11 +174,11 @@ type Sweeper = { stop(): Promise<void> };
 function startSweeper(deps: PipelineDeps): Sweeper {
   let running: Promise<void> | undefined;
   const sweep = async () => {
-    const released = await releaseHeld(deps.pool, SWEEP_BATCH);
-    const overdue = await listOverdue(deps.pool, deps.overdueMs, SWEEP_BATCH);
-    // A message still in the queue is de-duplicated (within its window) or finds its delivery
-    // leased or done: publishing again never sends twice.
-    await publishDeliveries(deps.bus, [...released, ...overdue]);
+    const due = await queueDue(deps.pool, SWEEP_BATCH);
+    const overdue = await queueOverdue(deps.pool, deps.overdueMs, SWEEP_BATCH);
+    // A lost message that was not lost after all finds its delivery leased or done: publishing
+    // again never sends twice.
+    await publishDeliveries(deps.bus, [...due, ...overdue]);
     if (overdue.length > 0) {
       deps.logger.warn({ count: overdue.length }, 'queued notification deliveries again');
     }

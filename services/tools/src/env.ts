@@ -1,5 +1,5 @@
 import { OutboundAllowedHosts } from '@jarvis/net-guard';
-import { baseEnvShape, databaseEnvShape, parseEnv } from '@jarvis/service-kit';
+import { baseEnvShape, databaseEnvShape, parseEnv, redisEnvShape } from '@jarvis/service-kit';
 import { z } from 'zod';
 
 const Count = z.coerce.number().int().min(1);
@@ -7,6 +7,7 @@ const Count = z.coerce.number().int().min(1);
 const Env = z.object({
   ...baseEnvShape,
   ...databaseEnvShape,
+  ...redisEnvShape,
   // Port of /healthz, /readyz and /metrics.
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8084),
   // Private destinations web_fetch and notification channels (ntfy, webhook, per-user SMTP) may
@@ -41,6 +42,15 @@ const Env = z.object({
   TELEGRAM_BOT_TOKEN: z.string().min(1).optional(),
   // The Bot API server: Telegram's, a local Bot API server, or a test stand-in.
   TELEGRAM_API_ROOT: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
+  // The gateway's limits, which a Telegram message counts against like POST /v1/chat (the same
+  // Redis windows): requests one user may make per minute, and chat turns on top (0: no limit).
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  CHAT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  // Longest a Telegram message waits for its turn's reply before the chat is told so (the turn
+  // goes on and its reply is kept), like POST /v1/chat.
+  TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
+  // Longest wait for the orchestrator to accept a Telegram message as a turn.
+  SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   // Notes the agent's notify tool may send one user in an hour.
   NOTIFY_PER_HOUR: Count.default(10),
   // Longest one delivery attempt to a channel takes before it counts as a timeout (retried).

@@ -1,18 +1,21 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { OutboundGuard } from '@jarvis/net-guard';
+import { type OutboundGuard, OutboundRefusedError } from '@jarvis/net-guard';
 import type { Logger } from '@jarvis/telemetry';
 import { type Api, Bot, GrammyError, HttpError } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 
 // The install's bot (TELEGRAM_BOT_TOKEN), shared by the link codes, the chat and the sender:
 // every replica sends; only the elected one polls.
-// off: no TELEGRAM_BOT_TOKEN; starting: getMe has not answered yet (Telegram unreachable);
-// rejected: Telegram refused the token.
-export type TelegramBotState = 'off' | 'starting' | 'ready' | 'rejected';
+// off: no TELEGRAM_BOT_TOKEN; refused: TELEGRAM_API_ROOT is an address the guard refuses;
+// starting: getMe has not answered yet (Telegram unreachable); rejected: Telegram refused the
+// token.
+export type TelegramBotState = 'off' | 'refused' | 'starting' | 'ready' | 'rejected';
 
 const UNAVAILABLE: Record<Exclude<TelegramBotState, 'ready'>, string> = {
   off: 'this install has no Telegram bot (TELEGRAM_BOT_TOKEN is unset)',
+  refused:
+    'TELEGRAM_API_ROOT is a private or local address that OUTBOUND_ALLOWED_HOSTS does not name',
   starting: 'the Telegram bot is not ready yet: Telegram has not answered it',
   rejected: 'Telegram rejected the bot token (TELEGRAM_BOT_TOKEN)',
 };
@@ -57,26 +60,32 @@ export function isRejectedToken(error: unknown): boolean {
   return error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404);
 }
 
+function withoutBot(state: 'off' | 'refused'): TelegramBot {
+  return {
+    bot: undefined,
+    state: () => state,
+    info: () => undefined,
+    unavailableReason: () => UNAVAILABLE[state],
+    ready: () => Promise.resolve(false),
+    stop: () => {},
+  };
+}
+
 export function createTelegramBot(options: TelegramBotOptions): TelegramBot {
   const { token, logger } = options;
-  if (!token) {
-    return {
-      bot: undefined,
-      state: () => 'off',
-      info: () => undefined,
-      unavailableReason: () => UNAVAILABLE.off,
-      ready: () => Promise.resolve(false),
-      stop: () => {},
-    };
-  }
+  if (!token) return withoutBot('off');
   // grammY refuses a root that ends in a slash.
   const apiRoot = options.apiRoot.replace(/\/+$/, '');
-  const bot = new Bot(token, {
-    client: {
-      apiRoot,
-      baseFetchConfig: { agent: guardedAgent(new URL(apiRoot), options.guard) },
-    },
-  });
+  let agent: HttpAgent;
+  try {
+    agent = guardedAgent(new URL(apiRoot), options.guard);
+  } catch (error) {
+    // A setting to fix, which must not take web_fetch and the other channels down with it.
+    if (!(error instanceof OutboundRefusedError)) throw error;
+    logger.error({ reason: error.message }, 'TELEGRAM_API_ROOT refused: no Telegram channel');
+    return withoutBot('refused');
+  }
+  const bot = new Bot(token, { client: { apiRoot, baseFetchConfig: { agent } } });
   const stopping = new AbortController();
   let state: TelegramBotState = 'starting';
   const retryMs = options.retryMs ?? 15_000;

@@ -165,6 +165,26 @@ describe('the Telegram sender', () => {
     }
   });
 
+  it('gives up on an API root written as a private address the operator did not name', async () => {
+    const refused = createTelegramBot({
+      token: TOKEN,
+      apiRoot: api.url,
+      guard: createOutboundGuard([]),
+      logger,
+    });
+
+    expect(refused.state()).toBe('refused');
+    expect(await refused.ready()).toBe(false);
+    const error = await createTelegramSender({ telegram: refused })
+      .send(channel('1007'), notification(), new AbortController().signal)
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      isRetryable: false,
+      message: expect.stringMatching(/^TELEGRAM_API_ROOT is a private/),
+    });
+    expect(lines.join('\n')).toContain('TELEGRAM_API_ROOT refused');
+  });
+
   it('tells a rejected token apart, and never logs it', async () => {
     const rejected = createTelegramBot({ token: '999:wrong', apiRoot: api.url, guard, logger });
 

@@ -45,7 +45,8 @@ export async function startTelegram(deps: TelegramDeps): Promise<TelegramChat> {
   const { bot } = deps.telegram;
   const { logger } = deps;
   if (!bot) {
-    logger.info('TELEGRAM_BOT_TOKEN is unset: no Telegram channel');
+    if (deps.telegram.state() === 'off')
+      logger.info('TELEGRAM_BOT_TOKEN is unset: no Telegram channel');
     return { isPolling: () => false, stop: async () => {} };
   }
   const inFlight = new Set<Promise<void>>();

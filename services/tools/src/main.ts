@@ -1,12 +1,34 @@
+import type { ChannelType } from '@jarvis/contracts';
 import { createOutboundGuard } from '@jarvis/net-guard';
-import { bootService } from '@jarvis/service-kit';
+import { bootService, createRateAdmitter } from '@jarvis/service-kit';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
+import type { ChannelSender } from './notifications/channel';
+import { installSmtpFromEnv } from './notifications/email-transport';
+import { createNotifyTool } from './notifications/notify-tool';
+import { registerDeliveryHandlers } from './notifications/pipeline/delivery-handlers';
+import { startNotificationPipeline } from './notifications/pipeline/pipeline';
 import { loadSecretBox } from './notifications/secret-box';
+import { createEmailSender } from './notifications/senders/email';
+import { createNtfySender } from './notifications/senders/ntfy';
+import { createWebhookSender } from './notifications/senders/webhook';
+import { registerSettingsHandlers } from './notifications/settings-handlers';
+import { createTelegramBot } from './notifications/telegram/bot';
+import { registerTelegramHandlers } from './notifications/telegram/link-handlers';
+import { createTelegramSender } from './notifications/telegram/sender';
+import { startTelegram } from './notifications/telegram/start-telegram';
 import { ToolRegistry } from './registry';
 import { createWebFetchTool } from './web/web-fetch';
 
 const env = loadEnv();
+
+// A failed send is retried after 5 s, then twice as long each time up to 10 minutes: with the
+// default 10 attempts a channel may stay down about half an hour before a delivery fails.
+const RETRY = { baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 };
+// The sweeper looks every 5 s for retries and held deliveries that are due, and takes a queued
+// delivery untouched for a minute as one whose work message was lost.
+const SWEEP_INTERVAL_MS = 5_000;
+const OVERDUE_MS = 60_000;
 
 await bootService(
   {
@@ -18,11 +40,39 @@ await bootService(
       schema: 'tools',
       migrations: new URL('../migrations', import.meta.url),
     },
+    // Telegram turns count against the same Redis windows as POST /v1/chat.
+    redis: { url: env.REDIS_URL },
   },
-  async ({ bus, logger }) => {
+  async ({ bus, pool, redis, logger }) => {
+    // One guard for every user-given destination: web_fetch's pages and the channels' servers.
     const guard = createOutboundGuard(env.OUTBOUND_ALLOWED_HOSTS);
     // Before anything reads a channel: a bad JARVIS_SECRET_KEY stops the start with its reason.
-    await loadSecretBox(env, logger);
+    const box = await loadSecretBox(env, logger);
+    const installSmtp = installSmtpFromEnv(env);
+    const telegram = createTelegramBot({
+      token: env.TELEGRAM_BOT_TOKEN,
+      apiRoot: env.TELEGRAM_API_ROOT,
+      guard,
+      logger,
+    });
+    const senders = new Map<ChannelType, ChannelSender>(
+      [
+        createNtfySender({ guard }),
+        createWebhookSender({ guard }),
+        createEmailSender({ guard, installSmtp, timeoutMs: env.NOTIFY_SEND_TIMEOUT_MS }),
+        createTelegramSender({ telegram }),
+      ].map((sender) => [sender.type, sender]),
+    );
+    const delivery = {
+      pool,
+      box,
+      senders,
+      logger,
+      sendTimeoutMs: env.NOTIFY_SEND_TIMEOUT_MS,
+      maxAttempts: env.NOTIFY_MAX_ATTEMPTS,
+      retry: RETRY,
+    };
+
     const registry = new ToolRegistry();
     registry.register(
       createWebFetchTool({
@@ -31,6 +81,49 @@ await bootService(
         timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
       }),
     );
+    registry.register(createNotifyTool({ bus, pool, box, perHour: env.NOTIFY_PER_HOUR }));
     registerHandlers(bus, registry);
+    registerSettingsHandlers({
+      bus,
+      pool,
+      box,
+      guard,
+      logger,
+      installSmtp,
+      smtpTimeoutMs: Math.min(env.NOTIFY_SEND_TIMEOUT_MS, 10_000),
+    });
+    registerDeliveryHandlers({ ...delivery, bus });
+    registerTelegramHandlers({ bus, pool, telegram });
+    const pipeline = await startNotificationPipeline({
+      ...delivery,
+      bus,
+      publicUrl: env.PUBLIC_URL,
+      sweepIntervalMs: SWEEP_INTERVAL_MS,
+      overdueMs: OVERDUE_MS,
+    });
+    const telegramChat = await startTelegram({
+      telegram,
+      bus,
+      pool,
+      redis,
+      logger,
+      databaseUrl: env.DATABASE_URL,
+      namespace: env.NATS_NAMESPACE,
+      admitRate: createRateAdmitter(redis, logger),
+      limits: {
+        perMinute: env.RATE_LIMIT_PER_MINUTE,
+        chatPerMinute: env.CHAT_RATE_LIMIT_PER_MINUTE,
+      },
+      submitTimeoutMs: env.SERVICE_TIMEOUT_MS,
+      turnTimeoutMs: env.TURN_TIMEOUT_MS,
+    });
+    // Intake stops first (Telegram's poller, then the event consumer), and deliveries in hand
+    // finish, before the bus and the pool close.
+    return {
+      async stop() {
+        await telegramChat.stop();
+        await pipeline.stop();
+      },
+    };
   },
 );

@@ -16,6 +16,7 @@ import { createOutboundGuard, OutboundAllowedHosts, type OutboundGuard } from '@
 import { createLogger } from '@jarvis/telemetry';
 import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { startToolsDatabase } from '../tools-database-fixture';
 import { getChannel } from './channels-repository';
 import { createSecretBox } from './secret-box';
@@ -97,7 +98,7 @@ async function serve(guard: OutboundGuard = ALLOWED): Promise<Bus> {
 }
 
 const TZ = 'Europe/Paris';
-const put = (client: Bus, userId: string, channel: ChannelSettings) =>
+const put = (client: Bus, userId: string, channel: z.input<typeof ChannelSettings>) =>
   client.request(
     notificationsChannelsPut,
     { userId, userTimeZone: TZ, channel },

@@ -1,7 +1,6 @@
-import { awaitTurnOutcome, type Bus, BusError, isBusError } from '@jarvis/bus';
+import { awaitTurnOutcome, type Bus, isBusError } from '@jarvis/bus';
 import {
   type ApprovalStatus,
-  MESSAGE_MAX_CHARS,
   orchestratorApprovalsDecide,
   orchestratorApprovalsGet,
   turnSubmit,
@@ -158,11 +157,12 @@ async function startTurn(
     followed = await startAndFollow(deps, turnId, async () => {
       await deps.bus.request(
         turnSubmit,
-        { userId, message: text.slice(0, MESSAGE_MAX_CHARS), turnId, idempotencyKey, timeZone },
+        { userId, message: text, turnId, idempotencyKey, timeZone },
         { timeoutMs: deps.submitTimeoutMs },
       );
     });
   } catch (error) {
+    if (!isBusError(error)) deps.logger.error({ err: error }, 'telegram turn not submitted');
     await ctx.reply(`Jarvis could not take this message: ${describeFailure(error)}`);
     return;
   }
@@ -259,7 +259,8 @@ async function decideFromButton(ctx: Context, deps: ChatDeps): Promise<void> {
   });
 }
 
+// A typed error's message is written for the user (a budget spent, a timeout); of anything else
+// the chat hears only that it went wrong.
 function describeFailure(error: unknown): string {
-  if (isBusError(error)) return error.message;
-  return new BusError('internal', 'something went wrong').message;
+  return isBusError(error) ? error.message : 'something went wrong';
 }

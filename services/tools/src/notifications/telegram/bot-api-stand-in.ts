@@ -7,9 +7,9 @@ import type { Update } from 'grammy/types';
 // description, parameters} out), keeps every request it was sent, and serves getUpdates from
 // updates the test pushes, with long polling and Telegram's 409 for a second concurrent caller.
 
-export type BotApiRequest = { method: string; token: string; body: Record<string, unknown> };
+type BotApiRequest = { method: string; token: string; body: Record<string, unknown> };
 
-export type BotApiFailure = {
+type BotApiFailure = {
   status: number;
   description: string;
   parameters?: Record<string, unknown>;

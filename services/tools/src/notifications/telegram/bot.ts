@@ -10,7 +10,7 @@ import type { UserFromGetMe } from 'grammy/types';
 // off: no TELEGRAM_BOT_TOKEN; refused: TELEGRAM_API_ROOT is an address the guard refuses;
 // starting: getMe has not answered yet (Telegram unreachable); rejected: Telegram refused the
 // token.
-export type TelegramBotState = 'off' | 'refused' | 'starting' | 'ready' | 'rejected';
+type TelegramBotState = 'off' | 'refused' | 'starting' | 'ready' | 'rejected';
 
 const UNAVAILABLE: Record<Exclude<TelegramBotState, 'ready'>, string> = {
   off: 'this install has no Telegram bot (TELEGRAM_BOT_TOKEN is unset)',

@@ -13,7 +13,7 @@ export const LINK_CODE_TTL_MS = 10 * 60_000;
 // one guesses it; the limit keeps a chat from trying codes it collected (or the bot from being
 // used to probe the database) at any pace.
 export const LINK_ATTEMPTS_PER_CHAT = 5;
-export const LINK_ATTEMPT_WINDOW_MS = 15 * 60_000;
+const LINK_ATTEMPT_WINDOW_MS = 15 * 60_000;
 
 // base64url of 24 random bytes: 32 characters of A-Z a-z 0-9 - _, which Telegram's /start
 // parameter takes (at most 64 of those).

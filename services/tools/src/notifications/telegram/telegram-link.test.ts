@@ -6,7 +6,8 @@ import { createLogger } from '@jarvis/telemetry';
 import { uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTelegramBot } from './bot';
-import { LINK_ATTEMPTS_PER_CHAT } from './link-codes';
+import { STAND_IN_BOT } from './bot-api-stand-in';
+import { LINK_ATTEMPTS_PER_CHAT, LINK_CODE_TTL_MS } from './link-codes';
 import { registerTelegramHandlers } from './link-handlers';
 import { startTelegramFixture, TEST_TOKEN, type TelegramFixture } from './telegram-fixture';
 
@@ -75,10 +76,12 @@ describe('linking a Telegram chat', () => {
     const link = await linkCode(userId);
 
     expect(link.code).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    expect(link.url).toBe(`https://t.me/jarvis_test_bot?start=${link.code}`);
+    expect(link.url).toBe(`https://t.me/${STAND_IN_BOT.username}?start=${link.code}`);
     const expiresInMs = Date.parse(link.expiresAt) - before;
-    expect(expiresInMs).toBeGreaterThan(9 * 60_000);
-    expect(expiresInMs).toBeLessThanOrEqual(10 * 60_000 + 1_000);
+    // Minutes: long enough to open Telegram, short enough to be worthless soon.
+    expect(LINK_CODE_TTL_MS).toBe(10 * 60_000);
+    expect(expiresInMs).toBeGreaterThan(LINK_CODE_TTL_MS - 60_000);
+    expect(expiresInMs).toBeLessThanOrEqual(LINK_CODE_TTL_MS + 1_000);
     const { rows } = await fixture.db.pool.query<{ code_hash: Buffer }>(
       'SELECT code_hash FROM tools.telegram_link_codes WHERE user_id = $1',
       [userId],

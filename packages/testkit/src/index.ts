@@ -1,4 +1,5 @@
 export * from './fake-llm';
+export * from './http-recorder';
 export * from './infra';
 export * from './process';
 export * from './redis-server';

@@ -85,7 +85,11 @@ export function createTelegramBot(options: TelegramBotOptions): TelegramBot {
     logger.error({ reason: error.message }, 'TELEGRAM_API_ROOT refused: no Telegram channel');
     return withoutBot('refused');
   }
-  const bot = new Bot(token, { client: { apiRoot, baseFetchConfig: { agent } } });
+  const bot = new Bot(token, {
+    // Longest one call may take; above getUpdates' long-polling wait (30 s). grammY's own default
+    // (500 s) would let a stalled connection hold a poller that is being deposed.
+    client: { apiRoot, baseFetchConfig: { agent }, timeoutSeconds: 60 },
+  });
   const stopping = new AbortController();
   let state: TelegramBotState = 'starting';
   const retryMs = options.retryMs ?? 15_000;

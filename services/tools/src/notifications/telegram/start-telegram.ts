@@ -111,7 +111,11 @@ export async function startTelegram(deps: TelegramDeps): Promise<TelegramChat> {
       deps.telegram.stop();
       await started;
       await election?.stop();
-      await Promise.race([Promise.allSettled(inFlight), sleep(STOP_GRACE_MS)]);
+      // Unref'd: the grace must not itself keep the process alive.
+      await Promise.race([
+        Promise.allSettled(inFlight),
+        sleep(STOP_GRACE_MS, undefined, { ref: false }),
+      ]);
     },
   };
 }

@@ -3,9 +3,12 @@ import {
   RunsGetResponse,
   ScheduleResponse,
   SchedulesRunsResponse,
+  UserEvent,
 } from '@jarvis/contracts';
 import {
+  connectSse,
   type FakeLlmRequest,
+  type SseConnection,
   type StackFixture,
   sentMessages,
   startStackFixture,
@@ -51,6 +54,26 @@ describe('scheduled agent work', () => {
     return ScheduleResponse.parse(created.body).schedule;
   };
 
+  // The user's events from now on (GET /v1/events).
+  const connections: SseConnection[] = [];
+  const listen = async () => {
+    const connection = await connectSse(`${fixture.stack.gatewayUrl}/v1/events`, {
+      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+    });
+    connections.push(connection);
+    return connection;
+  };
+  // The first of the coming events that `isWanted` picks, the others skipped.
+  const nextEvent = async <T extends UserEvent>(
+    connection: SseConnection,
+    isWanted: (event: UserEvent) => event is T,
+  ): Promise<T> => {
+    for (;;) {
+      const event = UserEvent.parse(JSON.parse((await connection.next(30_000)).data));
+      if (isWanted(event)) return event;
+    }
+  };
+
   // The schedule's runs once there are `count` and none is still being delivered.
   const settledRuns = (id: string, count: number) =>
     waitFor(
@@ -84,11 +107,13 @@ describe('scheduled agent work', () => {
   });
 
   afterAll(async () => {
+    for (const connection of connections) connection.close();
     await db?.end();
     await fixture?.close();
   });
 
-  it("runs a prompt's turn when it falls due, its reply in the conversation", async () => {
+  it("runs a prompt's turn when it falls due, its reply in the conversation and on /v1/events", async () => {
+    const events = await listen();
     const schedule = await createSchedule({
       kind: 'once',
       at: new Date(Date.now() + 2_000).toISOString(),
@@ -116,9 +141,22 @@ describe('scheduled agent work', () => {
       },
       { role: 'assistant', content: 'All quiet today.', metadata: expect.anything() },
     ]);
+    // The reply reaches the user's channels as the schedule's result.
+    const result = await nextEvent(
+      events,
+      (event): event is Extract<UserEvent, { type: 'schedule_result' }> =>
+        event.type === 'schedule_result',
+    );
+    expect(result).toMatchObject({
+      scheduleId: schedule.id,
+      conversationId: turn.conversationId,
+      status: 'done',
+      text: 'All quiet today.',
+    });
   });
 
-  it('starts a mission when it falls due, made by the schedule', async () => {
+  it('starts a mission when it falls due, made by the schedule, and tells its report', async () => {
+    const events = await listen();
     const schedule = await createSchedule({
       kind: 'once',
       at: new Date(Date.now() + 2_000).toISOString(),
@@ -146,6 +184,16 @@ describe('scheduled agent work', () => {
       status: 'completed',
       report: expect.stringContaining('Budget report: on track.'),
     });
+    const ended = await nextEvent(
+      events,
+      (event): event is Extract<UserEvent, { type: 'mission_updated' }> =>
+        event.type === 'mission_updated' && event.change === 'ended',
+    );
+    expect(ended).toMatchObject({
+      mission: { id: mission.id },
+      reportMessageId: mission.reportMessageId,
+    });
+    expect(ended.report).toContain('Budget report: on track.');
   });
 
   it('skips an occurrence whose previous turn is still going', async () => {

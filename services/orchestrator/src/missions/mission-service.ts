@@ -26,6 +26,7 @@ import {
   setTaskStatus,
 } from '../repositories/missions-repository';
 import type { LoopBudget, LoopSettings } from '../services/agent-loop';
+import { cutEventText } from '../services/run-turn';
 import type { AgentTool } from '../tools/agent-tool';
 
 export type MissionDeps = {
@@ -154,10 +155,11 @@ export async function resumeMission(deps: MissionDeps, mission: StoredMission): 
 type MissionUpdate =
   | { change: 'started' }
   | { change: 'task_finished'; task: StoredTask }
-  | { change: 'ended'; reportMessageId: string };
+  // The report's text as the conversation shows it, for the channels that show it.
+  | { change: 'ended'; reportMessageId: string; report: string };
 
 // Tells the mission's user, on their live event stream, that it started, that one of its tasks
-// finished, or that it ended and where its report is.
+// finished, or that it ended, where its report is and what it says.
 export async function announceMission(
   deps: MissionDeps,
   mission: Pick<StoredMission, 'id' | 'userId' | 'objective' | 'status' | 'conversationId'>,
@@ -184,7 +186,9 @@ export async function announceMission(
           },
         }
       : {}),
-    ...(update.change === 'ended' ? { reportMessageId: update.reportMessageId } : {}),
+    ...(update.change === 'ended'
+      ? { reportMessageId: update.reportMessageId, report: cutEventText(update.report) }
+      : {}),
   });
 }
 

@@ -379,7 +379,7 @@ async function report(deps: MissionDeps, work: Extract<MissionWork, { step: 'rep
   await announceMission(
     deps,
     { ...mission, status },
-    { change: 'ended', reportMessageId: message.id },
+    { change: 'ended', reportMessageId: message.id, report: message.content },
   );
   return ack();
 }
@@ -453,7 +453,7 @@ async function fail(deps: MissionDeps, mission: StoredMission, error: ErrorInfo)
   await announceMission(
     deps,
     { ...mission, status: 'failed' },
-    { change: 'ended', reportMessageId: message.id },
+    { change: 'ended', reportMessageId: message.id, report: message.content },
   );
   return ack();
 }

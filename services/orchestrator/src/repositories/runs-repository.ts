@@ -20,6 +20,8 @@ export type Run = {
   // The user's zone as the turn was submitted with it; undefined when the user has set none (the
   // turn runs in UTC then, and the schedule tools say so).
   timeZone: string | undefined;
+  // The schedule whose occurrence submitted the turn; null for one the user typed.
+  scheduleId: string | null;
 };
 
 type RunRow = {
@@ -36,6 +38,7 @@ type RunRow = {
   error_code: ErrorInfo['code'] | null;
   error_message: string | null;
   time_zone: string | null;
+  schedule_id: string | null;
 };
 
 function toRun(row: RunRow): Run {
@@ -54,6 +57,7 @@ function toRun(row: RunRow): Run {
         ? { code: row.error_code, message: row.error_message }
         : null,
     timeZone: row.time_zone ?? undefined,
+    scheduleId: row.schedule_id,
   };
 }
 
@@ -71,6 +75,8 @@ export type NewRun = {
   userMessageSeq: number;
   traceId: string | undefined;
   timeZone: string | undefined;
+  // Submitted by this schedule's occurrence (a prompt action).
+  scheduleId?: string;
 };
 
 // Creates the run of a turn, or returns the run that turn already has.
@@ -78,8 +84,8 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
   const inserted = await db.query<RunRow>(
     `INSERT INTO orchestrator.runs
        (id, turn_id, user_id, conversation_id, user_message_id, status, trace_id, time_zone,
-        user_message_at, user_message_seq)
-     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
+        user_message_at, user_message_seq, schedule_id)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10)
      ON CONFLICT (turn_id) DO NOTHING
      RETURNING *`,
     [
@@ -92,6 +98,7 @@ export async function insertRun(db: Pool, run: NewRun): Promise<Run> {
       run.timeZone ?? null,
       run.userMessageAt,
       run.userMessageSeq,
+      run.scheduleId ?? null,
     ],
   );
   const row = inserted.rows[0];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError } from '@jarvis/bus';
+import { type Bus, BusError, ensureUserEventStream, readEvents } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import {
   memoryMessagesGet,
@@ -7,6 +7,9 @@ import {
   type TurnEvent,
   TurnEvent as TurnEventSchema,
   turnEventSubject,
+  USER_EVENTS_STREAM,
+  UserEvent,
+  userEventSubject,
 } from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
 import { connectTestRedis, type TestDatabase, uniqueNamespace, waitFor } from '@jarvis/testkit';
@@ -53,6 +56,7 @@ beforeAll(async () => {
     return { message };
   });
   await memory.nc.flush();
+  await ensureUserEventStream(bus);
   redis = connectTestRedis();
   deps = {
     bus,
@@ -109,8 +113,8 @@ function newRun(): NewRun {
   };
 }
 
-async function queueRun(): Promise<Turn> {
-  const run = await insertRun(db.pool, newRun());
+async function queueRun(fields: Partial<NewRun> = {}): Promise<Turn> {
+  const run = await insertRun(db.pool, { ...newRun(), ...fields });
   return {
     turnId: run.turnId,
     runId: run.id,
@@ -392,6 +396,67 @@ describe('runTurn', () => {
       status: 'failed',
       error: { code: 'unavailable', message: 'memory service is not available' },
     });
+  });
+});
+
+describe("a scheduled turn's end", () => {
+  it("is told on its user's event stream when it fails, with why", async () => {
+    const scheduleId = randomUUID();
+    const turn = await queueRun({ scheduleId });
+    const events: Array<{ event: UserEvent; seq: number }> = [];
+    const reader = await readEvents(
+      listener,
+      {
+        stream: USER_EVENTS_STREAM.stream,
+        subject: userEventSubject(turn.userId),
+        schema: UserEvent,
+        afterSeq: 0,
+      },
+      (event, seq) => events.push({ event, seq }),
+    );
+
+    for (let attempt = 1; attempt < MAX_DELIVER; attempt++) await runTurn(deps, turn, attempt);
+    expect(events).toEqual([]);
+    await runTurn(deps, turn, MAX_DELIVER);
+    // A redelivery of the ended turn tells nothing more.
+    await runTurn(deps, turn, MAX_DELIVER + 1);
+
+    await waitFor(() => events.length > 0, { what: 'the schedule_result event' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await reader.stop();
+    expect(events.map(({ event }) => event)).toEqual([
+      {
+        type: 'schedule_result',
+        occurredAt: expect.any(String),
+        scheduleId,
+        turnId: turn.turnId,
+        conversationId: turn.conversationId,
+        status: 'failed',
+        text: 'memory service is not available',
+      },
+    ]);
+  });
+
+  it('is not told for a turn the user typed', async () => {
+    const turn = await queueRun();
+    const events: UserEvent[] = [];
+    const reader = await readEvents(
+      listener,
+      {
+        stream: USER_EVENTS_STREAM.stream,
+        subject: userEventSubject(turn.userId),
+        schema: UserEvent,
+        afterSeq: 0,
+      },
+      (event) => events.push(event),
+    );
+
+    for (let attempt = 1; attempt <= MAX_DELIVER; attempt++) await runTurn(deps, turn, attempt);
+
+    expect((await findRunByTurn(db.pool, turn.userId, turn.turnId))?.status).toBe('failed');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await reader.stop();
+    expect(events).toEqual([]);
   });
 });
 

@@ -9,6 +9,7 @@ import {
   type RoutedModel,
   type TurnEvent,
   type TurnRequested,
+  USER_EVENT_TEXT_MAX_CHARS,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
@@ -175,6 +176,7 @@ export async function runTurn(
     // reason to keep the failure from being told.
     await recorder?.flush().catch(() => {});
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
+    await announceScheduleResult(deps, run, 'failed', info.message);
     await markRunFailed(deps.pool, run.id, info);
     await storeFailureNote(deps, run, info, replyKey);
     announce(deps.bus, {
@@ -402,8 +404,38 @@ async function finish(
   // It never fails (requestExtraction logs instead), so a failed completion leaves nothing
   // unhandled behind it.
   const queued = requestExtraction(deps, run, message.id, recalledIds);
+  await announceScheduleResult(deps, run, 'done', message.content);
   await markRunCompleted(deps.pool, run.id, completion);
   return { event: done, queued };
+}
+
+// A turn that a schedule's occurrence submitted tells the user how it ended, on their event
+// stream, where their notification channels pick it up. Told before the run is marked ended: a
+// crash in between ends the turn again, and the event's id keeps the stream from holding it
+// twice (and the channels from getting it twice).
+async function announceScheduleResult(
+  deps: TurnDeps,
+  run: Run,
+  status: 'done' | 'failed',
+  text: string,
+): Promise<void> {
+  if (!run.scheduleId) return;
+  await publishUserEvent(deps.bus, run.userId, `schedule-result:${run.turnId}`, {
+    type: 'schedule_result',
+    occurredAt: new Date().toISOString(),
+    scheduleId: run.scheduleId,
+    turnId: run.turnId,
+    conversationId: run.conversationId,
+    status,
+    text: cutEventText(text),
+  });
+}
+
+// A reply or report as a user event carries it: whole up to USER_EVENT_TEXT_MAX_CHARS, cut
+// with an ellipsis beyond.
+export function cutEventText(text: string): string {
+  if (text.length <= USER_EVENT_TEXT_MAX_CHARS) return text;
+  return `${text.slice(0, USER_EVENT_TEXT_MAX_CHARS - 1)}…`;
 }
 
 // Fact extraction is a by-product of the turn: if it cannot be queued (the memory service has

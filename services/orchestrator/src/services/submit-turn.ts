@@ -85,6 +85,7 @@ export async function queueTurn(
     userMessageSeq: seq,
     traceId: activeTraceId(),
     timeZone: request.timeZone,
+    scheduleId: request.scheduleId,
   });
   deps.onStep?.('run_recorded');
   const response = {

@@ -195,7 +195,11 @@ async function replyWhenDone(api: Api, chatId: string, followed: Followed): Prom
   try {
     text = (await followed.outcome).reply.content || '(no reply)';
   } catch (error) {
-    text = `This turn failed: ${describeFailure(error)}`;
+    // Past TURN_TIMEOUT_MS this chat stops waiting; the turn goes on and its reply is kept.
+    text =
+      isBusError(error) && error.code === 'timeout'
+        ? 'No reply yet: it will be in your conversation in Jarvis when the turn ends.'
+        : `This turn failed: ${describeFailure(error)}`;
   }
   await sendText(api, chatId, text);
 }

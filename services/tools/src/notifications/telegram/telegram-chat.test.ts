@@ -133,6 +133,17 @@ describe('Telegram as a chat', () => {
     expect(system?.content).toContain('(Europe/Paris, ');
   });
 
+  it("tells the chat when the turn fails, in the orchestrator's words", async () => {
+    const { chatId } = await linkedUser();
+    fake.onChat(() => ({ status: 400, errorMessage: 'the model refused the request' }));
+    const before = sentCount(chatId);
+
+    pushText(chatId, 'Anything?');
+    const failed = String((await nextMessageTo(chatId, before)).text);
+
+    expect(failed).toMatch(/^This turn failed: no chat model could answer .*model refused/);
+  });
+
   it('makes one turn of an update Telegram delivers twice', async () => {
     const { userId, chatId } = await linkedUser();
     fake.script({ content: 'Noted once.' });

@@ -7,7 +7,7 @@ import { countRecentNotes, lockUserNotes } from './pipeline/deliveries-repositor
 import { cut } from './pipeline/map-event';
 import { publishDeliveries, storeNotification } from './pipeline/pipeline';
 
-export type NotifyToolDeps = {
+type NotifyToolDeps = {
   bus: Bus;
   pool: Pool;
   box: SecretBox;

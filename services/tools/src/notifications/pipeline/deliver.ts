@@ -11,7 +11,7 @@ import {
   type StoredDelivery,
 } from './deliveries-repository';
 
-export type RetrySettings = {
+type RetrySettings = {
   // The first retry's delay; each later one doubles it, up to maxDelayMs.
   baseDelayMs: number;
   maxDelayMs: number;
@@ -30,7 +30,7 @@ export type DeliverDeps = {
 };
 
 // What became of one look at a delivery.
-export type DeliverResult =
+type DeliverResult =
   | { status: 'sent' }
   | { status: 'failed'; error: string }
   | { status: 'retrying'; error: string; retryInMs: number }
@@ -130,7 +130,7 @@ function nameOf(error: unknown): string {
 
 // Exponential backoff with jitter: retries of many deliveries that failed together (a channel
 // that was down) spread out instead of coming back as one wave.
-export function backoffMs(attempts: number, retry: RetrySettings): number {
+function backoffMs(attempts: number, retry: RetrySettings): number {
   const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** Math.max(attempts - 1, 0));
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }

@@ -136,14 +136,6 @@ export async function claimDelivery(
   return rows[0] ? toDelivery(rows[0]) : undefined;
 }
 
-export async function findDelivery(db: Queryable, id: string): Promise<StoredDelivery | undefined> {
-  const { rows } = await db.query<DeliveryRow>(
-    'SELECT * FROM tools.notification_deliveries WHERE id = $1',
-    [id],
-  );
-  return rows[0] ? toDelivery(rows[0]) : undefined;
-}
-
 export async function markSent(db: Queryable, id: string): Promise<void> {
   await db.query(
     `UPDATE tools.notification_deliveries

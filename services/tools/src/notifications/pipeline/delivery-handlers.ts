@@ -11,7 +11,7 @@ import { saveTimeZone } from '../settings-repository';
 import { type DeliverDeps, deliver } from './deliver';
 import { insertDeliveries, listDeliveries, toDeliveryView } from './deliveries-repository';
 
-export type DeliveryHandlersDeps = DeliverDeps & { bus: Bus };
+type DeliveryHandlersDeps = DeliverDeps & { bus: Bus };
 
 // The gateway waits 5 s for an answer: a test's one attempt ends before that, a timeout
 // included, so that the user hears the reason rather than a gateway timeout.

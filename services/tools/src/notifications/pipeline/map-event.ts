@@ -3,7 +3,7 @@ import type { Notification } from '../channel';
 
 // What an event tells the user outside the browser, if anything, and whether it goes through
 // quiet hours.
-export type MappedNotification = { notification: Notification; isUrgent: boolean };
+type MappedNotification = { notification: Notification; isUrgent: boolean };
 
 // Longest title a channel gets: ntfy and email show it on one line.
 const TITLE_MAX_CHARS = 120;

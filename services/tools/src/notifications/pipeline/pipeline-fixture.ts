@@ -28,17 +28,18 @@ export type ReceivedRequest = {
   status: number;
 };
 
-// How the receiver answers one request: a status and, for 429/503, a Retry-After in seconds.
-export type Answer = { status: number; retryAfterSeconds?: number };
+// How the receiver answers one request: a status and, for 429/503, a Retry-After in seconds;
+// after a delay, to stand for a server that hangs.
+type Answer = { status: number; retryAfterSeconds?: number; delayMs?: number };
 
-export type Receiver = {
+type Receiver = {
   url: string;
   requests: ReceivedRequest[];
   answer: (request: ReceivedRequest) => Answer;
   close(): Promise<void>;
 };
 
-export async function startReceiver(): Promise<Receiver> {
+async function startReceiver(): Promise<Receiver> {
   const receiver: Omit<Receiver, 'url' | 'close'> = {
     requests: [],
     answer: () => ({ status: 200 }),
@@ -59,7 +60,7 @@ export async function startReceiver(): Promise<Receiver> {
       if (answer.retryAfterSeconds !== undefined) {
         res.setHeader('retry-after', String(answer.retryAfterSeconds));
       }
-      res.writeHead(answer.status).end();
+      setTimeout(() => res.writeHead(answer.status).end(), answer.delayMs ?? 0);
     });
   });
   // The recovery test sends a thousand requests at once.

@@ -212,6 +212,39 @@ describe('the notification pipeline', () => {
     fixture.receiver.answer = previous;
   });
 
+  it(
+    'retries a send that does not answer within the send timeout',
+    { timeout: 20_000 },
+    async () => {
+      const userId = randomUUID();
+      await fixture.addChannels(userId);
+      const previous = fixture.receiver.answer;
+      fixture.receiver.answer = (request) =>
+        request.path.startsWith(`/${userId}/`) && requestsOf(userId).length === 0
+          ? { status: 200, delayMs: 4_000 }
+          : previous(request);
+
+      await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Oven'));
+
+      await waitFor(() => requestsOf(userId).length === 2, {
+        timeoutMs: 10_000,
+        what: 'the attempt after the timeout',
+      });
+      const { deliveries } = await client.request(notificationsDeliveriesList, { userId });
+      // sendTimeoutMs is 2 s here: the first attempt counted as a timeout.
+      expect(deliveries[0]).toMatchObject({ attempts: 2 });
+      await waitFor(
+        async () =>
+          (await client.request(notificationsDeliveriesList, { userId })).deliveries[0]?.status ===
+          'sent',
+        { what: 'the delivery sent' },
+      );
+      const [first, second] = requestsOf(userId);
+      expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
+      fixture.receiver.answer = previous;
+    },
+  );
+
   it('records a delivery that finally fails with its reason', { timeout: 20_000 }, async () => {
     const failing = randomUUID();
     const refused = randomUUID();

@@ -45,7 +45,7 @@ export type PipelineDeps = DeliverDeps & {
 
 // The work queue of deliveries: a message names a delivery row, which says everything else. Only
 // this service publishes and reads it.
-export const deliveryWork = defineEvent('notifications.deliveries', z.object({ deliveryId: Id }));
+const deliveryWork = defineEvent('notifications.deliveries', z.object({ deliveryId: Id }));
 
 const DELIVERY_QUEUE = {
   stream: 'NOTIFY_DELIVERIES',
@@ -57,7 +57,7 @@ const DELIVERY_QUEUE = {
   maxDeliver: 10,
   // Shorter than the sweeper's overdueMs: work queued again because its message was lost must
   // not be dropped as a duplicate of it.
-  duplicateWindowMs: 60_000,
+  duplicateWindowMs: 30_000,
 } satisfies Omit<WorkQueueOptions, 'ackWaitMs'>;
 
 // The durable consumer of user events, shared by every replica: each event is mapped once.

@@ -1,6 +1,6 @@
 // Quiet hours: wall-clock times in the user's zone during which non-urgent notifications wait.
 
-export type QuietHours = { start: string; end: string };
+type QuietHours = { start: string; end: string };
 
 const MINUTES_PER_DAY = 24 * 60;
 

@@ -85,21 +85,30 @@ OUT ?= backups/jarvis-$(BACKUP_STAMP).backup
 BACKUP_STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 FILE ?=
 EMBEDDED_PG_DIR ?= $(CURDIR)/.data/postgres
+# make dev's key that seals notification secrets (the tools service makes it on first start).
+SECRET_KEY_FILE ?= $(CURDIR)/.data/secret.key
 APP_SERVICES := gateway orchestrator memory model-gateway tools scheduler
+# The tools service's secret key file, read from and written to its `secrets` volume in a
+# one-off tools container (the gateway, which runs the backup tool, never mounts it). Prints
+# nothing when the install sets JARVIS_SECRET_KEY instead, or tools never started.
+TOOLS_KEY_READ = $(COMPOSE) run --rm --no-deps -T --entrypoint sh tools -c \
+	'if [ -z "$$JARVIS_SECRET_KEY" ] && [ -f "$$JARVIS_SECRET_KEY_FILE" ]; then cat "$$JARVIS_SECRET_KEY_FILE"; fi'
+TOOLS_KEY_WRITE = $(COMPOSE) run --rm --no-deps -T --entrypoint sh tools -c \
+	'umask 077 && cat > "$$JARVIS_SECRET_KEY_FILE.restoring" && mv "$$JARVIS_SECRET_KEY_FILE.restoring" "$$JARVIS_SECRET_KEY_FILE"'
 .PHONY: backup restore
 
 backup: ## Write all state to one file: make backup [OUT=path] (JARVIS_BACKUP_PASSPHRASE encrypts it)
-	@mkdir -p "$(dir $(OUT))"; umask 077; \
-	cli=(node dist/backup-cli.js backup); pass=(-e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE"); \
+	@mkdir -p "$(dir $(OUT))"; umask 077; set -o pipefail; \
+	cli=(node dist/backup-cli.js backup --key-file -); pass=(-e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE"); \
 	if $(COMPOSE) exec -T gateway true >/dev/null 2>&1; then \
-		$(COMPOSE) exec -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+		$(TOOLS_KEY_READ) | $(COMPOSE) exec -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
 			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
 	elif $(COMPOSE) exec -T postgres true >/dev/null 2>&1; then \
-		$(COMPOSE) run --rm --no-deps -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
+		$(TOOLS_KEY_READ) | $(COMPOSE) run --rm --no-deps -T "$${pass[@]}" gateway "$${cli[@]}" > "$(OUT).partial" \
 			&& mv "$(OUT).partial" "$(OUT)" || { rm -f "$(OUT).partial"; exit 1; }; \
 	else \
-		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent backup \
-			--out "$(abspath $(OUT))" || exit 1; \
+		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" JARVIS_SECRET_KEY_FILE="$(SECRET_KEY_FILE)" \
+			pnpm --filter @jarvis/gateway run --silent backup --out "$(abspath $(OUT))" || exit 1; \
 	fi; echo "backup written to $(OUT)"
 
 # Compose: the services stop, the restore runs in a one-off gateway container with this
@@ -111,11 +120,13 @@ restore: ## Restore a backup into a fresh install: make restore FILE=path [FORCE
 		for attempt in $$(seq 60); do \
 			$(COMPOSE) exec -T postgres pg_isready -q -h 127.0.0.1 && break; sleep 2; \
 		done; \
+		key=$$(mktemp) && trap 'rm -f "$$key"' EXIT; \
 		$(COMPOSE) run --rm --no-deps -T -e JARVIS_BACKUP_PASSPHRASE="$$JARVIS_BACKUP_PASSPHRASE" \
 			-v "$(CURDIR)/services:/jarvis-services:ro" gateway node dist/backup-cli.js restore - \
-			--migrations /jarvis-services $(if $(FORCE),--force) < "$(FILE)" || exit 1; \
+			--migrations /jarvis-services --key-file - $(if $(FORCE),--force) < "$(FILE)" > "$$key" || exit 1; \
+		if [ -s "$$key" ]; then $(TOOLS_KEY_WRITE) < "$$key" || exit 1; echo "secret key restored"; fi; \
 		$(COMPOSE) up -d; \
 	else \
-		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" pnpm --filter @jarvis/gateway run --silent restore \
-			"$(abspath $(FILE))" $(if $(FORCE),--force); \
+		EMBEDDED_PG_DIR="$(EMBEDDED_PG_DIR)" JARVIS_SECRET_KEY_FILE="$(SECRET_KEY_FILE)" \
+			pnpm --filter @jarvis/gateway run --silent restore "$(abspath $(FILE))" $(if $(FORCE),--force); \
 	fi

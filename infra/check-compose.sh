@@ -135,7 +135,7 @@ elif what == "restart":
 
 elif what == "depends":
     need = {s: {"nats"} for s in APP}
-    for s in ["gateway", "orchestrator", "memory", "scheduler"]:
+    for s in ["gateway", "orchestrator", "memory", "scheduler", "tools"]:
         need[s].add("postgres")
     for s in ["gateway", "orchestrator"]:
         need[s].add("redis")

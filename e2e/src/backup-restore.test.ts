@@ -1,4 +1,8 @@
 import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { readFile, rm, stat } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -16,7 +20,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const SCHEMAS = ['gateway', 'orchestrator', 'memory', 'model_gateway', 'scheduler'];
+const SCHEMAS = ['gateway', 'orchestrator', 'memory', 'model_gateway', 'scheduler', 'tools'];
+const WEBHOOK_SECRET = 'the webhook secret that must survive';
 const PASSPHRASE = 'a long enough backup passphrase';
 
 type CliResult = { code: number; stderr: string };
@@ -53,13 +58,31 @@ async function countRows(db: pg.Pool): Promise<Record<string, number>> {
   return counts;
 }
 
+type Hook = { headers: IncomingHttpHeaders; body: string };
+
 describe('a backup of the whole product, restored after a wipe', () => {
   let fixture: StackFixture;
   let dir: { path: string; remove(): Promise<void> };
+  // A webhook receiver: the channel's secret, sealed with the tools service's key, must still
+  // sign after the restore.
+  const hooks: Hook[] = [];
+  const receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      hooks.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      response.writeHead(204).end();
+    });
+  });
+  let keyFile: string;
 
   beforeAll(async () => {
-    fixture = await startStackFixture();
     dir = await makeTempDir('backup-e2e');
+    keyFile = join(dir.path, 'secrets', 'secret.key');
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    // The tools service makes its key there on first start, as in an install without
+    // JARVIS_SECRET_KEY.
+    fixture = await startStackFixture({ JARVIS_SECRET_KEY_FILE: keyFile });
     fixture.fake.onChat((request) => {
       if (!isTurnRequest(request)) return { content: '{"operations": []}' };
       const said = sentMessages(request).find((message) => message.content.includes('Ana'));
@@ -70,6 +93,8 @@ describe('a backup of the whole product, restored after a wipe', () => {
   afterAll(async () => {
     await fixture?.close();
     await dir?.remove();
+    receiver.closeAllConnections();
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
   });
 
   it('finds the conversation, facts, files, documents, keys and usage all there, 0 rows lost', async () => {
@@ -112,6 +137,12 @@ describe('a backup of the whole product, restored after a wipe', () => {
       action: { type: 'remind', text: 'Water the plants' },
     });
     expect(reminder.status).toBe(201);
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const webhook = await call('PUT', '/v1/notifications/channels/webhook', {
+      url: hookUrl,
+      secret: WEBHOOK_SECRET,
+    });
+    expect(webhook.status, webhook.text).toBe(200);
     const scheduleId = String(JSON.parse(reminder.text).schedule.id);
     const scheduleRuns = async () => (await call('GET', `/v1/schedules/${scheduleId}/runs`)).text;
     await waitFor(async () => (await scheduleRuns()).includes('"fired"') || undefined, {
@@ -141,16 +172,30 @@ describe('a backup of the whole product, restored after a wipe', () => {
         'model_gateway.usage_daily',
         'scheduler.schedules',
         'scheduler.runs',
+        'tools.notification_channels',
       ]) {
         expect(before[table], table).toBeGreaterThan(0);
       }
+      const key = await readFile(keyFile);
       const file = join(dir.path, 'jarvis.backup');
-      const env = { DATABASE_URL: fixture.stack.databaseUrl, JARVIS_BACKUP_PASSPHRASE: PASSPHRASE };
+      const env = {
+        DATABASE_URL: fixture.stack.databaseUrl,
+        JARVIS_BACKUP_PASSPHRASE: PASSPHRASE,
+        JARVIS_SECRET_KEY_FILE: keyFile,
+      };
+      // The key beside the secrets it seals is never written in the clear.
+      const clear = await runBackupCli(['backup', '--out', join(dir.path, 'clear.backup')], {
+        DATABASE_URL: fixture.stack.databaseUrl,
+        JARVIS_SECRET_KEY_FILE: keyFile,
+      });
+      expect(clear.code).toBe(1);
+      expect(clear.stderr).toContain('JARVIS_BACKUP_PASSPHRASE');
       const backup = await runBackupCli(['backup', '--out', file], env);
       expect(backup.stderr).toContain('encrypted');
       expect(backup.code).toBe(0);
 
       for (const schema of SCHEMAS) await db.query(`DROP SCHEMA ${schema} CASCADE`);
+      await rm(keyFile);
 
       const wrong = await runBackupCli(['restore', file], {
         ...env,
@@ -162,6 +207,8 @@ describe('a backup of the whole product, restored after a wipe', () => {
       const restore = await runBackupCli(['restore', file], env);
       expect(restore.code, restore.stderr).toBe(0);
       expect(await countRows(db)).toEqual(before);
+      expect(await readFile(keyFile)).toEqual(key);
+      expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
     } finally {
       await db.end();
     }
@@ -182,6 +229,17 @@ describe('a backup of the whole product, restored after a wipe', () => {
     expect(await scheduleRuns()).toContain('"fired"');
     const search = await call('POST', '/v1/memory/search', { query: 'bilge pump' });
     expect(search.text).toContain('bilge pump');
+    // The webhook's secret opens with the restored key: the test is signed with it.
+    const test = await call('POST', '/v1/notifications/test', { channel: 'webhook' });
+    expect(test.status, test.text).toBe(200);
+    expect(JSON.parse(test.text).delivery).toMatchObject({ channel: 'webhook', status: 'sent' });
+    // The reminder went to the webhook too, before the backup: the test's request is the one.
+    const hook = hooks.find((received) => JSON.parse(received.body).type === 'test');
+    const timestamp = String(hook?.headers['x-jarvis-timestamp']);
+    const signature = createHmac('sha256', WEBHOOK_SECRET)
+      .update(`${timestamp}.${hook?.body}`)
+      .digest('hex');
+    expect(hook?.headers['x-jarvis-signature']).toBe(`sha256=${signature}`);
 
     const again = ChatResponse.parse(
       await (await fixture.chat(apiKey, { message: 'who is my sister?' })).json(),

@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -14,6 +15,7 @@ import {
   EMBEDDED_POSTGRES_PORT,
   embeddedPostgresUrl,
   isDatabaseReachable,
+  type KeyFile,
   MigrationChangedError,
   type Pool,
   restoreBackup,
@@ -29,8 +31,8 @@ import { loadBackupEnv } from './env';
 // in the gateway because that image already runs `make key` the same way.
 
 const USAGE = `usage:
-  backup-cli backup [--out FILE]                      (stdout without --out)
-  backup-cli restore FILE|- [--force] [--migrations DIR]
+  backup-cli backup [--out FILE] [--key-file FILE|-]  (stdout without --out)
+  backup-cli restore FILE|- [--force] [--migrations DIR] [--key-file FILE|-]
 `;
 
 // Each service's schema and its folder under services/. Every schema holding state is here, so
@@ -41,7 +43,12 @@ const SERVICE_SCHEMAS = {
   memory: 'memory',
   model_gateway: 'model-gateway',
   scheduler: 'scheduler',
+  tools: 'tools',
 } as const;
+
+// The tools service's key that seals notification channels' secrets: kept with the data, since
+// the secrets in the tools schema open with it only. Its name inside a backup.
+const SECRET_KEY_FILE = 'secret.key';
 
 type Database = { pool: Pool; isRunningServer: boolean; stop(): Promise<void> };
 
@@ -53,14 +60,18 @@ const { positionals, values } = parseArgs({
     force: { type: 'boolean', default: false },
     // From src/ (make dev), services/ is two folders up; the image passes it explicitly.
     migrations: { type: 'string', default: new URL('../../', import.meta.url).pathname },
+    // Where the secret key is read from (backup) or put back (restore); `-`: standard input or
+    // output, which is how compose hands it over from and to the tools service's volume.
+    'key-file': { type: 'string', default: env.JARVIS_SECRET_KEY_FILE },
   },
 });
 const [command, file] = positionals;
 
 try {
-  if (command === 'backup') await backup(values.out);
-  else if (command === 'restore' && file) await restore(file, values.force, values.migrations);
-  else {
+  if (command === 'backup') await backup(values.out, values['key-file']);
+  else if (command === 'restore' && file) {
+    await restore(file, values.force, values.migrations, values['key-file']);
+  } else {
     process.stderr.write(USAGE);
     process.exitCode = 64;
   }
@@ -104,7 +115,8 @@ async function poolDatabase(url: string, isRunningServer: boolean): Promise<Data
   return { pool, isRunningServer, stop: () => pool.end() };
 }
 
-async function backup(out: string | undefined): Promise<void> {
+async function backup(out: string | undefined, keyFile: string): Promise<void> {
+  const key = await readKeyFile(keyFile);
   const database = await openDatabase();
   try {
     // Written beside its final name and renamed when complete, so a failed run leaves no file
@@ -114,6 +126,7 @@ async function backup(out: string | undefined): Promise<void> {
     const { checksum, manifest } = await writeBackup(database.pool, stream, {
       schemas: Object.keys(SERVICE_SCHEMAS),
       passphrase: env.JARVIS_BACKUP_PASSPHRASE,
+      keyFiles: key ? [key] : [],
     }).catch(async (error: unknown) => {
       if (partial) await rm(partial, { force: true });
       throw error;
@@ -132,7 +145,12 @@ async function backup(out: string | undefined): Promise<void> {
   }
 }
 
-async function restore(file: string, force: boolean, migrationsRoot: string): Promise<void> {
+async function restore(
+  file: string,
+  force: boolean,
+  migrationsRoot: string,
+  keyFile: string,
+): Promise<void> {
   // A file is read twice (checked whole first, then restored): standard input is kept first.
   const path = file === '-' ? await spoolStandardInput() : file;
   const database = await openDatabase();
@@ -149,12 +167,14 @@ async function restore(file: string, force: boolean, migrationsRoot: string): Pr
         new URL(`${service}/migrations/`, root),
       ]),
     );
-    const { manifest, upgraded } = await restoreBackup(database.pool, path, {
+    const { manifest, upgraded, keyFiles } = await restoreBackup(database.pool, path, {
       migrations,
       passphrase: env.JARVIS_BACKUP_PASSPHRASE,
       force,
     });
     report('restored', manifest);
+    const key = keyFiles.find((candidate) => candidate.name === SECRET_KEY_FILE);
+    if (key) await writeKeyFile(keyFile, key.content);
     for (const [schema, names] of Object.entries(upgraded)) {
       if (names.length > 0) process.stderr.write(`${schema}: upgraded with ${names.join(', ')}\n`);
     }
@@ -162,6 +182,40 @@ async function restore(file: string, force: boolean, migrationsRoot: string): Pr
     await database.stop();
     if (path !== file) await rm(path, { force: true });
   }
+}
+
+// The key file, or none: an install whose key is JARVIS_SECRET_KEY (kept in .env, not here), or
+// whose tools service never started, has no file.
+async function readKeyFile(path: string): Promise<KeyFile | undefined> {
+  const content =
+    path === '-'
+      ? await buffer(process.stdin)
+      : await readFile(path).catch((error: unknown) => {
+          if (error instanceof Error && 'code' in error && error.code === 'ENOENT')
+            return undefined;
+          throw error;
+        });
+  if (!content || content.length === 0) {
+    process.stderr.write(
+      `no secret key file${path === '-' ? '' : ` at ${path}`}: none backed up\n`,
+    );
+    return undefined;
+  }
+  return { name: SECRET_KEY_FILE, content };
+}
+
+// Put back in place of whatever key was there: the restored secrets open with this one only.
+// Written whole beside it, then renamed, readable by its owner only.
+async function writeKeyFile(path: string, content: Buffer): Promise<void> {
+  if (path === '-') {
+    process.stdout.write(content);
+    return;
+  }
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const partial = `${path}.restoring`;
+  await writeFile(partial, content, { mode: 0o600 });
+  await rename(partial, path);
+  process.stderr.write(`secret key file restored to ${path}\n`);
 }
 
 async function spoolStandardInput(): Promise<string> {

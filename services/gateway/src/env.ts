@@ -99,6 +99,9 @@ const BackupEnv = z.object({
   DATABASE_URL: z.string().optional(),
   // Folder of `make dev`'s embedded Postgres, opened directly when its server is not running.
   EMBEDDED_PG_DIR: z.string().default('.data/postgres'),
+  // The tools service's key file (make dev's): a backup takes it along (it must then be
+  // encrypted), a restore puts it back.
+  JARVIS_SECRET_KEY_FILE: z.string().default('.data/secret.key'),
   // Encrypts a backup, and decrypts an encrypted one; unset: the backup is written in the clear.
   JARVIS_BACKUP_PASSPHRASE: z
     .string()

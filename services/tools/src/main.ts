@@ -29,6 +29,9 @@ const RETRY = { baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 };
 // delivery untouched for a minute as one whose work message was lost.
 const SWEEP_INTERVAL_MS = 5_000;
 const OVERDUE_MS = 60_000;
+// Saving an email channel reaches its SMTP server within the gateway's 5 s wait for an answer,
+// so that the user reads why it failed rather than a gateway timeout.
+const SAVE_SMTP_TIMEOUT_MS = 4_000;
 
 await bootService(
   {
@@ -90,7 +93,7 @@ await bootService(
       guard,
       logger,
       installSmtp,
-      smtpTimeoutMs: Math.min(env.NOTIFY_SEND_TIMEOUT_MS, 10_000),
+      smtpTimeoutMs: SAVE_SMTP_TIMEOUT_MS,
     });
     registerDeliveryHandlers({ ...delivery, bus });
     registerTelegramHandlers({ bus, pool, telegram });

@@ -39,7 +39,8 @@ export type ChannelSettingsDeps = {
   // The install's SMTP server (SMTP_*): email channels without their own send through it, only
   // to addresses confirmed with a mailed code, so that the install is no mail relay.
   installSmtp: SmtpServer | undefined;
-  // How long reaching an SMTP server may take when a channel is saved.
+  // How long reaching an SMTP server (verifying it, or mailing the code) may take in all when a
+  // channel is saved: within the gateway's wait, so that the user hears why it failed.
   smtpTimeoutMs: number;
 };
 
@@ -190,7 +191,14 @@ async function saveEmail(
       : undefined);
   const { password: _, ...config } = smtp;
   try {
-    await verifySmtp({ ...config, password }, { guard: deps.guard, timeoutMs: deps.smtpTimeoutMs });
+    await verifySmtp(
+      { ...config, password },
+      {
+        guard: deps.guard,
+        timeoutMs: deps.smtpTimeoutMs,
+        signal: AbortSignal.timeout(deps.smtpTimeoutMs),
+      },
+    );
   } catch (error) {
     if (!(error instanceof SendError)) throw error;
     const field = /refused the login/.test(error.message) ? 'smtp.password' : 'smtp.host';
@@ -251,7 +259,11 @@ async function saveEmailForInstallSmtp(
           'The code is good for 15 minutes. If you did not ask for it, ignore this mail: nothing will be sent to you.',
         ].join('\n\n'),
       },
-      { guard: undefined, timeoutMs: deps.smtpTimeoutMs },
+      {
+        guard: undefined,
+        timeoutMs: deps.smtpTimeoutMs,
+        signal: AbortSignal.timeout(deps.smtpTimeoutMs),
+      },
     );
   } catch (error) {
     if (!(error instanceof SendError)) throw error;

@@ -55,7 +55,10 @@ export async function sendMail(
 }
 
 // Connects and logs in, and sends nothing: what saving a channel with its own server checks.
-export async function verifySmtp(server: SmtpServer, options: SmtpConnectOptions): Promise<void> {
+export async function verifySmtp(
+  server: SmtpServer,
+  options: SmtpConnectOptions & { signal?: AbortSignal },
+): Promise<void> {
   await withTransport(server, options, async (transport) => {
     await transport.verify();
   });

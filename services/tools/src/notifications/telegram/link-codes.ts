@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Pool } from '@jarvis/db';
-import { admitRequest } from '@jarvis/service-kit';
+import { admitRequest, type RateVerdict } from '@jarvis/service-kit';
 import type { Redis } from 'ioredis';
 import { saveTelegramLink } from '../channels-repository';
 import { saveLinkCode, useLinkCode } from './link-codes-repository';
@@ -52,7 +52,7 @@ export async function redeemLinkCode(
 ): Promise<LinkOutcome> {
   // Fails closed, unlike the chat's rate limits: linking is rare, and an unlimited guesser is
   // worse than a user asked to try again in a minute.
-  let verdict: Awaited<ReturnType<typeof admitRequest>>;
+  let verdict: RateVerdict;
   try {
     if (deps.redis.status !== 'ready') return { status: 'unavailable' };
     verdict = await admitRequest(

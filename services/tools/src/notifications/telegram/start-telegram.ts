@@ -32,15 +32,15 @@ export type TelegramDeps = {
 const STOP_GRACE_MS = 5_000;
 const POLL_RETRY_MS = 5_000;
 
-// The Telegram chat: once Telegram accepted the token, this replica competes to be the one that
-// long-polls getUpdates, and while it is, it answers the updates (linking, turns, approval
-// buttons). Webhook mode is not offered: long polling needs no public address.
-export type TelegramChat = {
+type TelegramChat = {
   // Whether this replica is the one polling Telegram now.
   isPolling(): boolean;
   stop(): Promise<void>;
 };
 
+// The Telegram chat: once Telegram accepted the token, this replica competes to be the one that
+// long-polls getUpdates, and while it is, it answers the updates (linking, turns, approval
+// buttons). Webhook mode is not offered: long polling needs no public address.
 export async function startTelegram(deps: TelegramDeps): Promise<TelegramChat> {
   const { bot } = deps.telegram;
   const { logger } = deps;

@@ -174,11 +174,16 @@ type Sweeper = { stop(): Promise<void> };
 function startSweeper(deps: PipelineDeps): Sweeper {
   let running: Promise<void> | undefined;
   const sweep = async () => {
-    const due = await queueDue(deps.pool, SWEEP_BATCH);
+    // A full batch means more are due (a channel back after an outage): on until all are queued.
+    for (let due = SWEEP_BATCH; due === SWEEP_BATCH; ) {
+      const batch = await queueDue(deps.pool, SWEEP_BATCH);
+      await publishDeliveries(deps.bus, batch);
+      due = batch.length;
+    }
     const overdue = await queueOverdue(deps.pool, deps.overdueMs, SWEEP_BATCH);
     // A lost message that was not lost after all finds its delivery leased or done: publishing
     // again never sends twice.
-    await publishDeliveries(deps.bus, [...due, ...overdue]);
+    await publishDeliveries(deps.bus, overdue);
     if (overdue.length > 0) {
       deps.logger.warn({ count: overdue.length }, 'queued notification deliveries again');
     }

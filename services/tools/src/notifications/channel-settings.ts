@@ -54,7 +54,7 @@ const CODE_RESEND_MS = 60_000;
 type Listed = Omit<ListedChannel, 'hasSecrets'>;
 
 // The API's view of a channel: its secrets only as the mask.
-export function toChannelView(channel: Listed, hasSecrets: boolean): Channel {
+function toChannelView(channel: Listed, hasSecrets: boolean): Channel {
   const common = { events: channel.events, updatedAt: channel.updatedAt.toISOString() };
   const { config } = channel;
   switch (config.type) {

@@ -10,7 +10,7 @@ export type ReceivedRequest = {
 };
 
 // How the receiver answers one request; by default 200 with an empty JSON body.
-export type Responder = (request: ReceivedRequest, response: ServerResponse) => void;
+type Responder = (request: ReceivedRequest, response: ServerResponse) => void;
 
 export type HttpReceiver = {
   // http://127.0.0.1:<port>

@@ -43,7 +43,7 @@ export function createNtfySender(deps: NtfySenderDeps): ChannelSender {
 }
 
 // A server behind a reverse proxy may sit under a path: the topic goes after it.
-export function topicUrl(base: string, topic: string): URL {
+function topicUrl(base: string, topic: string): URL {
   const url = new URL(base);
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/${topic}`;
   return url;

@@ -44,7 +44,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): ChannelSender {
   };
 }
 
-export function signWebhook(secret: string, timestamp: string, rawBody: string): string {
+function signWebhook(secret: string, timestamp: string, rawBody: string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${rawBody}`).digest('hex')}`;
 }
 

@@ -31,7 +31,7 @@ const TITLES: Record<ChannelType, string> = {
 const INTROS: Record<ChannelType, string> = {
   ntfy: 'Push to your phone through an ntfy server (ntfy.sh or your own).',
   webhook:
-    'A signed JSON POST to your URL, in Jarvis’s format or for a Slack or Discord incoming webhook.',
+    "A signed JSON POST to your URL, in Jarvis's format or for a Slack or Discord incoming webhook.",
   email: "Mail through the install's SMTP server (to an address you confirm) or your own.",
   telegram: "Notifications and a chat with Jarvis in Telegram, through the install's bot.",
 };

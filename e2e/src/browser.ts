@@ -7,7 +7,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 // in e2e/artifacts/screenshots/ (git-ignored) to be looked at.
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../artifacts/screenshots/', import.meta.url));
-export const DESKTOP = { width: 1280, height: 800 };
+const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
 export type BrowserPage = {

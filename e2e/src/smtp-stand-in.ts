@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
-export type Mail = { from: string; to: string[]; raw: string };
+type Mail = { from: string; to: string[]; raw: string };
 
 export type SmtpStandIn = { port: number; mails: Mail[]; close(): Promise<void> };
 

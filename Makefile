@@ -91,9 +91,9 @@ APP_SERVICES := gateway orchestrator memory model-gateway tools scheduler
 # The tools service's secret key file, read from and written to its `secrets` volume in a
 # one-off tools container (the gateway, which runs the backup tool, never mounts it). Prints
 # nothing when the install sets JARVIS_SECRET_KEY instead, or tools never started.
-TOOLS_KEY_READ = $(COMPOSE) run --rm --no-deps -T --entrypoint sh tools -c \
+TOOLS_KEY_READ = $(COMPOSE) run --rm --no-deps -T tools sh -c \
 	'if [ -z "$$JARVIS_SECRET_KEY" ] && [ -f "$$JARVIS_SECRET_KEY_FILE" ]; then cat "$$JARVIS_SECRET_KEY_FILE"; fi'
-TOOLS_KEY_WRITE = $(COMPOSE) run --rm --no-deps -T --entrypoint sh tools -c \
+TOOLS_KEY_WRITE = $(COMPOSE) run --rm --no-deps -T tools sh -c \
 	'umask 077 && cat > "$$JARVIS_SECRET_KEY_FILE.restoring" && mv "$$JARVIS_SECRET_KEY_FILE.restoring" "$$JARVIS_SECRET_KEY_FILE"'
 .PHONY: backup restore
 

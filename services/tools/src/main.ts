@@ -84,7 +84,7 @@ await bootService(
         timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
       }),
     );
-    registry.register(createNotifyTool({ bus, pool, box, perHour: env.NOTIFY_PER_HOUR }));
+    registry.register(createNotifyTool({ bus, pool, perHour: env.NOTIFY_PER_HOUR }));
     registerHandlers(bus, registry);
     registerSettingsHandlers({
       bus,

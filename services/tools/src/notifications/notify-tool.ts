@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Tool } from '../registry';
-import type { SecretBox } from './channel';
 import { countRecentNotes, lockUserNotes } from './pipeline/deliveries-repository';
 import { cut } from './pipeline/map-event';
 import { publishDeliveries, storeNotification } from './pipeline/pipeline';
@@ -10,7 +9,6 @@ import { publishDeliveries, storeNotification } from './pipeline/pipeline';
 type NotifyToolDeps = {
   bus: Bus;
   pool: Pool;
-  box: SecretBox;
   // Notes one user's agent may send in an hour (NOTIFY_PER_HOUR).
   perHour: number;
 };
@@ -66,7 +64,6 @@ export function createNotifyTool(deps: NotifyToolDeps): Tool<NotifyArgs> {
         }
         return storeNotification(
           db,
-          deps.box,
           context.userId,
           {
             eventId: `note:${id}`,

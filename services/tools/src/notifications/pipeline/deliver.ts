@@ -1,7 +1,7 @@
 import type { ChannelType } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
-import { type ChannelSender, type SecretBox, SendError } from '../channel';
+import { type ChannelSender, type SecretBox, SendError, type StoredChannel } from '../channel';
 import { getChannel } from '../channels-repository';
 import {
   claimDelivery,
@@ -92,7 +92,18 @@ async function attempt(
       isRetryable: false,
     });
   }
-  const channel = await getChannel(deps.pool, deps.box, delivery.userId, delivery.channel);
+  let channel: StoredChannel | undefined;
+  try {
+    channel = await getChannel(deps.pool, deps.box, delivery.userId, delivery.channel);
+  } catch (error) {
+    // Its secrets do not open (the install's key changed) or the database failed: counted as an
+    // attempt, so that a channel that can never be read ends as failed instead of forever retried.
+    deps.logger.error(
+      { deliveryId: delivery.id, channel: delivery.channel, errorName: nameOf(error) },
+      'a notification channel could not be read',
+    );
+    return new SendError('the channel could not be read', { isRetryable: true });
+  }
   if (!channel) return new SendError('the channel was removed', { isRetryable: false });
   if (!channel.isConfirmed) {
     return new SendError('the email address is not confirmed yet', { isRetryable: false });

@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { type Bus, publishUserEvent } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { notificationsDeliveriesList, notificationsTest, type UserEvent } from '@jarvis/contracts';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { putChannel } from '../channels-repository';
 import { createNotifyTool } from '../notify-tool';
+import { createSecretBox } from '../secret-box';
 import { putSettings } from '../settings-repository';
 import { insertDeliveries } from './deliveries-repository';
 import { registerDeliveryHandlers } from './delivery-handlers';
@@ -90,7 +92,6 @@ describe('the notification pipeline', () => {
     // And once more as a consumer redelivering the event would handle it: the rows are found.
     const again = await storeNotification(
       fixture.db.pool,
-      fixture.deps.box,
       userId,
       {
         eventId: 'schedule-run:plumber',
@@ -287,6 +288,41 @@ describe('the notification pipeline', () => {
     fixture.receiver.answer = previous;
   });
 
+  it(
+    'fails a delivery whose channel cannot be read, after its attempts',
+    { timeout: 20_000 },
+    async () => {
+      const userId = randomUUID();
+      // Sealed with another key than the install's (a key file lost and made anew).
+      await putChannel(fixture.db.pool, createSecretBox(randomBytes(32)), {
+        userId,
+        config: {
+          type: 'webhook',
+          url: `${fixture.receiver.url}/${userId}/webhook`,
+          format: 'jarvis',
+        },
+        secrets: { secret: 'sealed-with-another-key' },
+        events: ['reminder'],
+        isConfirmed: true,
+      });
+
+      await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Key'));
+
+      const failed = await waitFor(
+        async () => {
+          const { deliveries } = await client.request(notificationsDeliveriesList, { userId });
+          return deliveries[0]?.status === 'failed' ? deliveries[0] : undefined;
+        },
+        { timeoutMs: 15_000, what: 'the delivery to fail' },
+      );
+      expect(failed).toMatchObject({
+        attempts: 3,
+        error: 'gave up after 3 attempts: the channel could not be read',
+      });
+      expect(requestsOf(userId)).toEqual([]);
+    },
+  );
+
   it('queues again a delivery whose work message was lost', async () => {
     const userId = randomUUID();
     await fixture.addChannels(userId);
@@ -373,7 +409,6 @@ describe('notifications.deliveries.list', () => {
     for (let index = 0; index < 4; index++) {
       await storeNotification(
         fixture.db.pool,
-        fixture.deps.box,
         userId,
         {
           eventId: `page-${index}`,

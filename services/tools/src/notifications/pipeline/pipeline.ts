@@ -18,8 +18,8 @@ import {
 } from '@jarvis/contracts';
 import type { Queryable } from '@jarvis/db';
 import { z } from 'zod';
-import type { Notification, SecretBox } from '../channel';
-import { listSubscribedChannels } from '../channels-repository';
+import type { Notification } from '../channel';
+import { listChannels } from '../channels-repository';
 import { getSettings } from '../settings-repository';
 import { type DeliverDeps, deliver } from './deliver';
 import {
@@ -119,7 +119,6 @@ async function queueEvent(
   if (!mapped || !Id.safeParse(userId).success) return;
   const { toPublish } = await storeNotification(
     deps.pool,
-    deps.box,
     userId,
     mapped.notification,
     mapped.isUrgent,
@@ -132,12 +131,15 @@ async function queueEvent(
 // deliveries to publish once the rows are committed (a worker looking earlier finds none).
 export async function storeNotification(
   db: Queryable,
-  box: SecretBox,
   userId: string,
   notification: Notification,
   isUrgent: boolean,
 ): Promise<{ channels: ChannelType[]; toPublish: DueDelivery[] }> {
-  const channels = await listSubscribedChannels(db, box, userId, notification.kind);
+  // Listed without their secrets: storing a delivery needs none, and a channel whose secrets do
+  // not open must fail its own deliveries, not stop the user's events from being read.
+  const channels = (await listChannels(db, userId)).filter(
+    (channel) => channel.isConfirmed && channel.events.includes(notification.kind),
+  );
   if (channels.length === 0) return { channels: [], toPublish: [] };
   const settings = await getSettings(db, userId);
   const heldUntil =

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { type ChannelType, DEFAULT_CHANNEL_EVENTS, type NotificationKind } from '@jarvis/contracts';
 import { createPool } from '@jarvis/db';
 import { createLogger } from '@jarvis/telemetry';
-import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
+import { startHttpRecorder, type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { startToolsDatabase } from '../../tools-database-fixture';
 import { type ChannelSender, SendError } from '../channel';
 import { putChannel } from '../channels-repository';
@@ -39,42 +37,32 @@ type Receiver = {
   close(): Promise<void>;
 };
 
+// The test kit's recorder, answering as `answer` says and keeping each request's body parsed
+// with the status it got.
 async function startReceiver(): Promise<Receiver> {
-  const receiver: Omit<Receiver, 'url' | 'close'> = {
+  const recorder = await startHttpRecorder();
+  const receiver: Receiver = {
+    url: recorder.url,
     requests: [],
     answer: () => ({ status: 200 }),
+    close: () => recorder.close(),
   };
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request: ReceivedRequest = {
-        path: req.url ?? '/',
-        body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
-        at: Date.now(),
-        status: 0,
-      };
-      const answer = receiver.answer(request);
-      request.status = answer.status;
-      receiver.requests.push(request);
-      if (answer.retryAfterSeconds !== undefined) {
-        res.setHeader('retry-after', String(answer.retryAfterSeconds));
-      }
-      setTimeout(() => res.writeHead(answer.status).end(), answer.delayMs ?? 0);
-    });
+  recorder.respondWith((request, response) => {
+    const received: ReceivedRequest = {
+      path: request.path,
+      body: JSON.parse(request.body),
+      at: request.receivedAt,
+      status: 0,
+    };
+    const answer = receiver.answer(received);
+    received.status = answer.status;
+    receiver.requests.push(received);
+    if (answer.retryAfterSeconds !== undefined) {
+      response.setHeader('retry-after', String(answer.retryAfterSeconds));
+    }
+    setTimeout(() => response.writeHead(answer.status).end(), answer.delayMs ?? 0);
   });
-  // The recovery test sends a thousand requests at once.
-  server.maxConnections = 10_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(receiver, {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
+  return receiver;
 }
 
 // A channel sender for the tests: POSTs the notification's webhook body to the channel's URL, a

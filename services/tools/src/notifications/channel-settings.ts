@@ -201,7 +201,11 @@ async function saveEmail(
     );
   } catch (error) {
     if (!(error instanceof SendError)) throw error;
-    const field = /refused the login/.test(error.message) ? 'smtp.password' : 'smtp.host';
+    const field = /refused the login/.test(error.message)
+      ? 'smtp.password'
+      : /TLS failed/.test(error.message)
+        ? 'smtp.security'
+        : 'smtp.host';
     throw new BusError('bad_request', `${field}: ${error.message}`);
   }
   // The user's own server needs no confirmation: it is not the install that relays.

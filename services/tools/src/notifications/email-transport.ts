@@ -18,6 +18,9 @@ export type SmtpEnv = {
 };
 
 const DEFAULT_PORTS = { tls: 465, starttls: 587, none: 25 } as const;
+// Node's codes for a certificate it refused or a TLS handshake that failed.
+const TLS_FAILURE =
+  /^(CERT_|ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH)/;
 
 // The install's SMTP server, when SMTP_HOST names one.
 export function installSmtpFromEnv(env: SmtpEnv): SmtpServer | undefined {
@@ -149,8 +152,16 @@ function toSendError(
     const isFinal = responseCode >= 500 && responseCode !== 503;
     return new SendError(`${host} answered ${responseCode}${said}`, { isRetryable: !isFinal });
   }
-  if (code === 'ETLS' || code === 'EREQUIRETLS') {
-    return new SendError(`${host}: TLS failed (${redactMessage(error, secrets)})`, {
+  // A certificate refused, or TLS spoken to a port that does not (nodemailer calls both a
+  // socket error): the server's setup, which trying again does not change.
+  const originalCode = fieldOf(error, 'originalCode');
+  if (
+    code === 'ETLS' ||
+    code === 'EREQUIRETLS' ||
+    (typeof originalCode === 'string' && TLS_FAILURE.test(originalCode))
+  ) {
+    const what = typeof originalCode === 'string' ? `${originalCode}: ` : '';
+    return new SendError(`${host}: TLS failed (${what}${redactMessage(error, secrets)})`, {
       isRetryable: false,
     });
   }

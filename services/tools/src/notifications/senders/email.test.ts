@@ -1,4 +1,6 @@
+import type { AddressInfo } from 'node:net';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Notification, SendError, type StoredChannel } from '../channel';
 import { type SmtpServerFixture, startSmtpServer } from '../smtp-server-fixture';
@@ -141,6 +143,36 @@ describe('the email sender', () => {
     expect(error.isRetryable).toBe(false);
     expect(error.message).toMatch(/private or local address/);
     expect(smtp.connections).toBe(connections);
+  });
+
+  it('gives up on a server whose certificate TLS refuses, or that speaks no TLS on a TLS port', async () => {
+    // smtp-server's own certificate, which no client trusts: as a server set up wrong would be.
+    const tlsServer = new SMTPServer({ logger: false, authOptional: true });
+    await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = tlsServer.server.address() as AddressInfo;
+    const sender = createEmailSender({ guard, installSmtp: undefined, timeoutMs: 5_000 });
+    const over = (security: 'starttls' | 'tls'): StoredChannel => ({
+      ...ownServer(),
+      config: {
+        type: 'email',
+        to: 'inbox@example.org',
+        smtp: { host: '127.0.0.1', port, security },
+      },
+      secrets: {},
+    });
+    try {
+      for (const security of ['starttls', 'tls'] as const) {
+        const error = await failure(
+          sender.send(over(security), notification, AbortSignal.timeout(10_000)),
+        );
+        expect(error.isRetryable, security).toBe(false);
+        expect(error.message, security).toMatch(
+          /^127\.0\.0\.1: TLS failed \((CERT_|ERR_SSL_|DEPTH_ZERO|SELF_SIGNED)/,
+        );
+      }
+    } finally {
+      await new Promise<void>((resolve) => tlsServer.close(() => resolve()));
+    }
   });
 
   it('says so, finally, when there is no server to send with', async () => {

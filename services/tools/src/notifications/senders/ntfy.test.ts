@@ -107,6 +107,17 @@ describe('the ntfy sender', () => {
     );
     expect(limited).toMatchObject({ isRetryable: true, retryAfterMs: 7_000 });
 
+    // Retry-After as an HTTP date: about 30 s from now.
+    ntfy.respondWith((_request, response) => {
+      response.writeHead(503, { 'retry-after': new Date(Date.now() + 30_000).toUTCString() }).end();
+    });
+    const unavailable = await failure(
+      sender.send(channel(), notification, AbortSignal.timeout(5_000)),
+    );
+    expect(unavailable.isRetryable).toBe(true);
+    expect(unavailable.retryAfterMs).toBeGreaterThan(25_000);
+    expect(unavailable.retryAfterMs).toBeLessThanOrEqual(30_000);
+
     ntfy.respondWith((_request, response) => {
       response.writeHead(502).end();
     });

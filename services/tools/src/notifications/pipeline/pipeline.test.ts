@@ -120,9 +120,16 @@ describe('the notification pipeline', () => {
     expect(await fixture.statuses(userId)).toEqual({ sent: 2 });
   });
 
-  it('sends a channel only the kinds it subscribes to', async () => {
+  it('sends a channel only the kinds it subscribes to, and no unconfirmed address', async () => {
     const userId = randomUUID();
     await fixture.addChannels(userId, { events: ['reminder'] });
+    await putChannel(fixture.db.pool, fixture.deps.box, {
+      userId,
+      config: { type: 'email', to: 'ann@example.com' },
+      secrets: {},
+      events: ['reminder', 'mission_report'],
+      isConfirmed: false,
+    });
 
     await publishUserEvent(fixture.bus, userId, `mission:${randomUUID()}:ended`, missionEnded('r'));
     await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Tea'));
@@ -130,6 +137,7 @@ describe('the notification pipeline', () => {
     await waitFor(() => requestsOf(userId).length === 1, { what: 'the reminder' });
     await settle(1_000);
     expect(requestsOf(userId).map((request) => request.body.type)).toEqual(['reminder']);
+    expect(await fixture.statuses(userId)).toEqual({ sent: 1 });
   });
 
   it('holds what is not urgent until quiet hours end, and lets reminders through', async () => {

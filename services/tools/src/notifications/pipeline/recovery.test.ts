@@ -1,21 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { publishUserEvent } from '@jarvis/bus';
+import { type Bus, publishUserEvent } from '@jarvis/bus';
+import { connectTestBus } from '@jarvis/bus/testing';
 import type { UserEvent } from '@jarvis/contracts';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createWebhookSender } from '../senders/webhook';
+import { type NotificationPipeline, startNotificationPipeline } from './pipeline';
 import { type PipelineFixture, startPipelineFixture } from './pipeline-fixture';
 
 // The issue's recovery test: 1,000 reminders fall due together while the users' channel (a
 // signed webhook to a local server) answers 503 for its first 30 seconds. Every one reaches it
 // once it recovers, and none twice: the receiver counts the successful requests per event id.
+// Two replicas of the pipeline share the work, as two tools services would.
 
 const REMINDERS = 1_000;
 const USERS = 200;
 const DOWN_MS = 30_000;
 
 let fixture: PipelineFixture;
+let replicaBus: Bus | undefined;
+let replica: NotificationPipeline | undefined;
 
 beforeAll(async () => {
   fixture = await startPipelineFixture('notify-recovery', {
@@ -36,9 +41,13 @@ beforeAll(async () => {
     overdueMs: 30_000,
   });
   await fixture.startPipeline();
+  replicaBus = await connectTestBus(fixture.bus.namespace);
+  replica = await startNotificationPipeline({ ...fixture.deps, bus: replicaBus });
 });
 
 afterAll(async () => {
+  await replica?.stop();
+  await replicaBus?.close();
   await fixture?.stop();
 });
 

@@ -5,8 +5,6 @@ import type { Logger } from '@jarvis/telemetry';
 import { type Api, Bot, GrammyError, HttpError } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 
-// The install's bot (TELEGRAM_BOT_TOKEN), shared by the link codes, the chat and the sender:
-// every replica sends; only the elected one polls.
 // off: no TELEGRAM_BOT_TOKEN; refused: TELEGRAM_API_ROOT is an address the guard refuses;
 // starting: getMe has not answered yet (Telegram unreachable); rejected: Telegram refused the
 // token.
@@ -20,8 +18,10 @@ const UNAVAILABLE: Record<Exclude<TelegramBotState, 'ready'>, string> = {
   rejected: 'Telegram rejected the bot token (TELEGRAM_BOT_TOKEN)',
 };
 
+// The install's bot (TELEGRAM_BOT_TOKEN), shared by the link codes, the chat and the sender:
+// every replica sends; only the elected one polls.
 export type TelegramBot = {
-  // undefined: the install has no bot.
+  // undefined: the install has no bot, or its API root is refused.
   readonly bot: Bot | undefined;
   state(): TelegramBotState;
   // The bot as getMe told it; undefined until Telegram answered, or when it rejected the token.

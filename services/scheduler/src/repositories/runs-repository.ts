@@ -164,31 +164,35 @@ export type RunOutcome = {
   reason?: string | undefined;
 };
 
-// Only a run still running is finished: a second delivery of the same run (a lease taken over
-// while the first was slow) finds it done and changes nothing.
-export async function finishRun(
-  db: Queryable,
-  id: string,
-  outcome: RunOutcome,
-  now: Date,
-): Promise<RunRecord | undefined> {
+export type RunFinish = { id: string; outcome: RunOutcome; finishedAt: Date };
+
+// Finishes runs in one statement. Only a run still running is finished: a second delivery of the
+// same run (a lease taken over while the first was slow) finds it done and changes nothing, and
+// is not among the runs returned.
+export async function finishRuns(db: Queryable, finishes: RunFinish[]): Promise<RunRecord[]> {
+  if (finishes.length === 0) return [];
   const { rows } = await db.query<RunRow>(
     `UPDATE scheduler.runs
-        SET status = $2, message_id = $3, run_id = $4, mission_id = $5, reason = $6,
-            finished_at = $7, lease_until = NULL
-      WHERE id = $1 AND status = 'running'
+        SET status = f.new_status, message_id = f.new_message_id, run_id = f.new_run_id,
+            mission_id = f.new_mission_id, reason = f.new_reason,
+            finished_at = f.new_finished_at, lease_until = NULL
+       FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[],
+                   $7::timestamptz[])
+            AS f(run, new_status, new_message_id, new_run_id, new_mission_id, new_reason,
+                 new_finished_at)
+      WHERE id = f.run AND status = 'running'
       RETURNING ${COLUMNS}`,
     [
-      id,
-      outcome.status,
-      outcome.messageId ?? null,
-      outcome.runId ?? null,
-      outcome.missionId ?? null,
-      outcome.reason ?? null,
-      now,
+      finishes.map((finish) => finish.id),
+      finishes.map((finish) => finish.outcome.status),
+      finishes.map((finish) => finish.outcome.messageId ?? null),
+      finishes.map((finish) => finish.outcome.runId ?? null),
+      finishes.map((finish) => finish.outcome.missionId ?? null),
+      finishes.map((finish) => finish.outcome.reason ?? null),
+      finishes.map((finish) => finish.finishedAt),
     ],
   );
-  return rows[0] && toRecord(rows[0]);
+  return rows.map(toRecord);
 }
 
 // A delivery that could not reach its service is tried again when the lease ends, by whichever

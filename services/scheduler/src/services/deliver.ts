@@ -3,13 +3,9 @@ import { memoryAppend, orchestratorMissionsCreate, turnSubmit } from '@jarvis/co
 import type { Pool } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
 import { v5 as uuidv5 } from 'uuid';
-import {
-  finishRun,
-  postponeRun,
-  type RunOutcome,
-  type RunRecord,
-} from '../repositories/runs-repository';
+import { postponeRun, type RunOutcome, type RunRecord } from '../repositories/runs-repository';
 import type { ScheduleRecord, StoredSchedule } from '../repositories/schedules-repository';
+import type { RunFinisher } from './run-finisher';
 import { dueAt, toScheduleRun } from './schedule-views';
 import { runSystemJob } from './system-jobs';
 import { isTransient } from './transient-error';
@@ -22,6 +18,8 @@ import { isTransient } from './transient-error';
 // delivered here too, under the same lease and retry rules, and tells no user.
 
 export type DeliveryDeps = { bus: Bus; pool: Pool; logger: Logger };
+// What deliver() needs besides: the engine's one finisher, which writes runs finished together.
+type Delivery = DeliveryDeps & { finisher: RunFinisher };
 
 // Names prompt turns' ids (UUID version 5) after their run: any fixed UUID serves, and changing
 // it would give a run delivered again across an upgrade a second turn.
@@ -130,7 +128,7 @@ async function performWithRetries(
 // A delivery that did not take effect: tried again later while the service may come back within
 // the grace window, failed for good otherwise.
 async function settleFailure(
-  deps: DeliveryDeps,
+  deps: Delivery,
   run: RunRecord,
   schedule: StoredSchedule,
   error: unknown,
@@ -152,7 +150,7 @@ async function settleFailure(
   // Marked first, told after: only the delivery that finished the run tells it, so a failure is
   // never told of a run that a delivery repeated after a crash then fired (one message id per
   // run would keep that second event out).
-  const failed = await finishRun(deps.pool, run.id, { status: 'failed', reason }, now);
+  const failed = await deps.finisher.finish(run.id, { status: 'failed', reason }, now);
   if (failed && schedule.userId !== null) {
     await announceRun(deps.bus, schedule, failed, schedule.conversationId);
   }
@@ -161,7 +159,7 @@ async function settleFailure(
 // Delivers one claimed run. `signal` ends retries when the process stops: the run is then left
 // to its lease.
 export async function deliver(
-  deps: DeliveryDeps,
+  deps: Delivery,
   run: RunRecord,
   schedule: StoredSchedule,
   signal: AbortSignal,
@@ -176,7 +174,7 @@ export async function deliver(
       await settleFailure(deps, run, schedule, error, signal);
       return;
     }
-    await finishRun(deps.pool, run.id, { status: 'fired', reason }, new Date());
+    await deps.finisher.finish(run.id, { status: 'fired', reason }, new Date());
     return;
   }
   let produced: Produced;
@@ -204,7 +202,7 @@ export async function deliver(
   // Before the run is marked fired: a crash in between delivers again, and the event's message
   // id keeps the stream from holding it twice.
   await announceRun(deps.bus, schedule, fired, produced.conversationId);
-  await finishRun(deps.pool, run.id, outcome, finishedAt);
+  await deps.finisher.finish(run.id, outcome, finishedAt);
 }
 
 // Tells the user how an occurrence ended, whatever the outcome (run.status: fired, failed,

@@ -32,6 +32,7 @@ import { announceRun, type DeliveryDeps, deliver } from './deliver';
 import { DeliveryQueue } from './delivery-queue';
 import { forEachBounded } from './for-each-bounded';
 import { planClaim } from './plan-claim';
+import { createRunFinisher } from './run-finisher';
 import { isAgentWork } from './schedule-service';
 
 // The engine: sleeps until the earliest due time (or a lease's end), claims what is due in
@@ -176,9 +177,10 @@ function leaseEnd(settings: EngineSettings, now: Date): Date {
 export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engine {
   const startedAt = Date.now();
   const stopping = new AbortController();
+  const delivery = { ...deps, finisher: createRunFinisher(deps.pool) };
   const queue = new DeliveryQueue<Claimed>(
     settings.concurrency,
-    ({ run, schedule }) => deliver(deps, run, schedule, stopping.signal),
+    ({ run, schedule }) => deliver(delivery, run, schedule, stopping.signal),
     deps.logger,
   );
   let timer: NodeJS.Timeout | undefined;

@@ -189,11 +189,21 @@ print(f"{text.count(question)} copies of the earlier question listed")' "$first_
 step "down and up"
 check "docker-compose down then up keeps the conversation" conversation_survives
 
+# The SHA-256 of the tools service's secret key file, in its `secrets` volume.
+key_digest() {
+  "${compose[@]}" exec -T tools sh -c 'sha256sum "$JARVIS_SECRET_KEY_FILE"' | cut -c1-64
+}
+
 # make backup, down -v (the volumes wiped), make restore into the fresh database, up: the
 # conversation is back, and the restore itself checks every table's row count against the backup.
+# The secret key file comes back too: were it lost, tools would make another on its start.
 backup_round_trip() {
-  local before file restored
+  local before file restored key_before key_after
   before=$(cat "$conversation_file")
+  key_before=$(key_digest) && [ -n "$key_before" ] || {
+    echo "tools has no secret key file"
+    return 1
+  }
   file="$backup_dir/ci.backup"
   make --no-print-directory backup COMPOSE="${compose[*]}" OUT="$file" 2>&1 | tail -n 3 || return 1
   [ -s "$file" ] || return 1
@@ -209,14 +219,19 @@ backup_round_trip() {
     echo "the conversation is not back after the restore"
     return 1
   }
-  echo "the conversation is back"
+  key_after=$(key_digest)
+  [ "$key_after" = "$key_before" ] || {
+    echo "the secret key file is not the one backed up"
+    return 1
+  }
+  echo "the conversation and the secret key are back"
 }
 
 step "backup and restore"
 backup_dir=$(mktemp -d)
 JARVIS_BACKUP_PASSPHRASE=ci-backup-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export JARVIS_BACKUP_PASSPHRASE
-check "make backup, down -v, make restore into the fresh database: nothing lost" backup_round_trip
+check "make backup, down -v, make restore into the fresh database: nothing lost, the secret key included" backup_round_trip
 
 # compose.prod.yaml reads `env_file: .env.prod`: resolve it with the documented example unless a
 # real one exists (then that one, left untouched).

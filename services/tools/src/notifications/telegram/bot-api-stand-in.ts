@@ -131,6 +131,7 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
         return;
       case 'deleteWebhook':
       case 'answerCallbackQuery':
+      case 'sendChatAction':
         answer(res, 200, { ok: true, result: true });
         return;
       case 'getUpdates': {

@@ -190,7 +190,14 @@ async function startAndFollow(
   return { outcome };
 }
 
+// Telegram shows "typing…" for five seconds after a chat action, or until the next message.
+const TYPING_EVERY_MS = 4_500;
+
 async function replyWhenDone(api: Api, chatId: string, followed: Followed): Promise<void> {
+  // The chat shows the bot typing while the turn runs; a failed chat action costs nothing.
+  const showTyping = () => api.sendChatAction(chatId, 'typing').catch(() => {});
+  void showTyping();
+  const typing = setInterval(showTyping, TYPING_EVERY_MS);
   let text: string;
   try {
     text = (await followed.outcome).reply.content || '(no reply)';
@@ -200,6 +207,8 @@ async function replyWhenDone(api: Api, chatId: string, followed: Followed): Prom
       isBusError(error) && error.code === 'timeout'
         ? 'No reply yet: it will be in your conversation in Jarvis when the turn ends.'
         : `This turn failed: ${describeFailure(error)}`;
+  } finally {
+    clearInterval(typing);
   }
   await sendText(api, chatId, text);
 }

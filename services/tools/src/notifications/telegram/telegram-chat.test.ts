@@ -123,6 +123,11 @@ describe('Telegram as a chat', () => {
       parse_mode: 'HTML',
       link_preview_options: { is_disabled: true },
     });
+    // The bot typed while the turn ran.
+    expect(fixture.api.calls('sendChatAction')).toContainEqual({
+      chat_id: String(chatId),
+      action: 'typing',
+    });
     expect(await conversation(userId)).toEqual([
       { role: 'user', content: 'What is 2 + 2?' },
       { role: 'assistant', content: 'Four, since 2 < 3 & "x" is <b>bold</b>.' },

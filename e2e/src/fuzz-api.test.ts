@@ -33,6 +33,7 @@ import {
   filledRequestFor,
   requestFor,
 } from './fuzz-requests';
+import { startTelegramStandIn, type TelegramStandIn } from './telegram-stand-in';
 
 // Fixed, so a failure comes back the same; FUZZ_SEED tries another.
 const SEED = Number(process.env.FUZZ_SEED ?? 20_260_611);
@@ -93,6 +94,7 @@ function parseJson(text: string): unknown {
 // structured error for a 4xx, the stack still up after each route, and never A's data.
 describe('fuzzing every /v1 route', () => {
   let fixture: StackFixture;
+  let telegram: TelegramStandIn;
   let url: string;
   let owner: Owner;
   let bobKey: string;
@@ -288,7 +290,12 @@ describe('fuzzing every /v1 route', () => {
   }
 
   beforeAll(async () => {
+    // The install has a Telegram bot (a stand-in of its API): without one, a link code is
+    // rightly 503, and the route would go unfuzzed past that answer.
+    telegram = await startTelegramStandIn();
     fixture = await startStackFixture({
+      TELEGRAM_BOT_TOKEN: `7000001:${randomBytes(16).toString('hex')}`,
+      TELEGRAM_API_ROOT: telegram.url,
       BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES),
       IMPORT_BODY_LIMIT_BYTES: String(1_024 * 1_024),
       // Limits would answer 429 before the input is ever read.
@@ -303,6 +310,7 @@ describe('fuzzing every /v1 route', () => {
 
   afterAll(async () => {
     await fixture?.close();
+    await telegram?.close();
   });
 
   const contextFor = (overrides: Partial<FuzzContext>): FuzzContext => ({

@@ -12,10 +12,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrowserPage, openBrowserPage, PHONE, signIn } from './browser';
 import { scanForSecrets } from './secret-scan';
 import { confirmationCode, type SmtpStandIn, startSmtpStandIn } from './smtp-stand-in';
+import {
+  STAND_IN_BOT_USERNAME,
+  startTelegramStandIn,
+  type TelegramStandIn,
+} from './telegram-stand-in';
 
 // The Settings page in Debian's Chromium (./browser.ts), against the whole stack: the channels
 // post to local stand-ins (a webhook receiver and an ntfy server, the install's SMTP server, and
-// Telegram's Bot API), which OUTBOUND_ALLOWED_HOSTS=127.0.0.1 (the stack's) lets the tools
+// Telegram's Bot API: ./telegram-stand-in.ts), which OUTBOUND_ALLOWED_HOSTS=127.0.0.1 (the stack's) lets the tools
 // service reach.
 const USER_ZONE = 'Europe/Oslo';
 const BOT_TOKEN = `7000001:${randomBytes(16).toString('hex')}`;
@@ -26,38 +31,6 @@ const SECRETS = {
 };
 const TELEGRAM_USER = { id: 424_242, is_bot: false, first_name: 'Lena', username: 'lena_tg' };
 
-type Update = { update_id: number; message: Record<string, unknown> };
-
-// Telegram's Bot API as far as linking needs it: who the bot is, getUpdates (held a moment when
-// there is nothing, as a long poll is) serving the messages the test sends as the user, and an
-// answer to anything the bot says.
-function serveBotApi(recorder: HttpRecorder, updates: Update[]): void {
-  recorder.respondWith((request, response) => {
-    const answer = (result: unknown) =>
-      response
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ ok: true, result }));
-    const method = request.path.split('/').at(-1);
-    const body = (request.body ? JSON.parse(request.body) : {}) as { offset?: number };
-    if (method === 'getMe') {
-      answer({ id: 7_000_001, is_bot: true, first_name: 'Jarvis', username: 'jarvis_test_bot' });
-    } else if (method === 'getUpdates') {
-      const due = updates.filter((update) => update.update_id >= (body.offset ?? 0));
-      if (due.length > 0) answer(due);
-      else setTimeout(() => answer([]), 300);
-    } else if (method === 'sendMessage') {
-      answer({
-        message_id: recorder.requests.length,
-        date: Math.floor(Date.now() / 1_000),
-        chat: { id: TELEGRAM_USER.id, type: 'private' },
-        text: '',
-      });
-    } else {
-      answer(true);
-    }
-  });
-}
-
 describe('the Settings page', () => {
   let fixture: StackFixture;
   let key: string;
@@ -65,9 +38,8 @@ describe('the Settings page', () => {
   let page: Page;
   let webhook: HttpRecorder;
   let ntfy: HttpRecorder;
-  let telegram: HttpRecorder;
+  let telegram: TelegramStandIn;
   let smtp: SmtpStandIn;
-  const updates: Update[] = [];
   const answers: Promise<string>[] = [];
 
   const shoot = (name: string) => browser.shoot(name);
@@ -88,8 +60,7 @@ describe('the Settings page', () => {
   beforeAll(async () => {
     webhook = await startHttpRecorder();
     ntfy = await startHttpRecorder();
-    telegram = await startHttpRecorder();
-    serveBotApi(telegram, updates);
+    telegram = await startTelegramStandIn();
     smtp = await startSmtpStandIn({ jarvis: SECRETS.smtp });
     fixture = await startStackFixture({
       JARVIS_SECRET_KEY: randomBytes(32).toString('base64'),
@@ -278,21 +249,17 @@ describe('the Settings page', () => {
     expect(code.length).toBeGreaterThanOrEqual(16);
     expect(
       await section.getByRole('link', { name: 'Open the bot in Telegram' }).getAttribute('href'),
-    ).toBe(`https://t.me/jarvis_test_bot?start=${code}`);
+    ).toBe(`https://t.me/${STAND_IN_BOT_USERNAME}?start=${code}`);
     // The expiry, on the user's clock.
     expect(await section.locator('.link-code').textContent()).toMatch(/before .*\d\d:\d\d/);
     await shoot('settings-telegram-code-desktop');
 
-    const now = Math.floor(Date.now() / 1_000);
-    updates.push({
-      update_id: 1,
-      message: {
-        message_id: 1,
-        date: now,
-        chat: { id: TELEGRAM_USER.id, type: 'private', first_name: 'Lena', username: 'lena_tg' },
-        from: TELEGRAM_USER,
-        text: `/start ${code}`,
-      },
+    telegram.sendToBot({
+      message_id: 1,
+      date: Math.floor(Date.now() / 1_000),
+      chat: { id: TELEGRAM_USER.id, type: 'private', first_name: 'Lena', username: 'lena_tg' },
+      from: TELEGRAM_USER,
+      text: `/start ${code}`,
     });
     const linked = channelSection('Telegram on');
     await linked.getByText('Linked to @lena_tg.', { exact: false }).waitFor({ timeout: 20_000 });

@@ -33,7 +33,7 @@ export type DeliverDeps = {
 type DeliverResult =
   | { status: 'sent' }
   | { status: 'failed'; error: string }
-  | { status: 'retrying'; error: string; retryInMs: number }
+  | { status: 'retrying'; error: string }
   // Not for now: it ended already, waits (for quiet hours to end, for its next attempt), or
   // another attempt has it. The sweeper queues it again when it is due.
   | { status: 'skipped' };
@@ -77,7 +77,7 @@ export async function deliver(
     Math.min(failure.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS),
   );
   await markRetrying(deps.pool, delivery.id, failure.message, new Date(Date.now() + retryInMs));
-  return { status: 'retrying', error: failure.message, retryInMs };
+  return { status: 'retrying', error: failure.message };
 }
 
 // The attempt's failure as a SendError, or undefined when it was sent.

@@ -70,14 +70,15 @@ const EVENT_QUEUE = {
 };
 const userEvents = defineEvent(userEventSubject('*'), UserEvent);
 
-// Deliveries handled by one sweep: the rest wait for the next.
+// Deliveries one statement of the sweeper queues.
 const SWEEP_BATCH = 500;
 
 export type NotificationPipeline = { stop(): Promise<void> };
 
 // User events become deliveries, and deliveries are sent: the event consumer only inserts rows
-// and queues them, so a channel that is down holds up nothing before it; the worker sends with
-// retries; the sweeper queues held deliveries when quiet hours end and work whose message was lost.
+// and queues them, so a channel that is down holds up nothing before it; the worker makes one
+// attempt per message; the sweeper queues retries when due, held deliveries when quiet hours end,
+// and work whose message was lost.
 export async function startNotificationPipeline(deps: PipelineDeps): Promise<NotificationPipeline> {
   const workQueue = { ...DELIVERY_QUEUE, ackWaitMs: deps.sendTimeoutMs + 30_000 };
   await ensureUserEventStream(deps.bus);

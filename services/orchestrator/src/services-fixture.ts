@@ -29,6 +29,8 @@ export type ServicesFixture = {
 // Redis, as in production.
 export async function startServicesFixture(
   services: readonly ServiceName[],
+  // More settings for those services (the model gateway's provider, say).
+  env: Record<string, string> = {},
 ): Promise<ServicesFixture> {
   const stoppers: (() => unknown)[] = [];
   // What was started is stopped in reverse, also when a later step fails: a service process
@@ -43,7 +45,7 @@ export async function startServicesFixture(
     const stack = new Stack({
       services,
       databaseUrl: db.url,
-      env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn' },
+      env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn', ...env },
     });
     await stack.start();
     stoppers.push(() => stack.stop());

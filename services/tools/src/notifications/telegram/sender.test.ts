@@ -92,15 +92,22 @@ describe('the Telegram sender', () => {
     expect(texts.join('\n\n')).toBe(`<b>Reminder</b>\n\n${paragraphs.join('\n\n')}`);
   });
 
-  it('puts Approve and Deny buttons under an approval request', async () => {
+  it('puts Approve and Deny buttons under an approval request, below its last part', async () => {
     const approvalId = randomUUID();
 
     await send(
       '1003',
-      notification({ kind: 'approval_request', title: 'Approve memory_delete?', approvalId }),
+      notification({
+        kind: 'approval_request',
+        title: 'Approve memory_delete?',
+        text: `${'a'.repeat(3_000)}\n\n${'b'.repeat(3_000)}`,
+        approvalId,
+      }),
     );
 
-    expect(sentTo('1003')[0]?.reply_markup).toEqual({
+    const [first, last] = sentTo('1003');
+    expect(first?.reply_markup).toBeUndefined();
+    expect(last?.reply_markup).toEqual({
       inline_keyboard: [
         [
           { text: 'Approve', callback_data: `approve:${approvalId}` },

@@ -313,5 +313,26 @@ describe('Telegram as a chat', () => {
     ).rejects.toMatchObject({ code: 'not_found' });
     // Each decision counts once: the edit and answer came only for the owner's press.
     expect(fixture.api.calls('editMessageText')).toHaveLength(1);
+
+    // Deny pressed later (a second phone, an old message): it shows what the approval came to.
+    fixture.api.pushUpdate({
+      callback_query: {
+        id: 'cb-late',
+        from: { id: chatId, is_bot: false, first_name: 'Amos' },
+        chat_instance: 'x',
+        message: buttonMessage,
+        data: `deny:${approval.id}`,
+      },
+    });
+    expect(
+      await fixture.api.waitForCall(
+        'answerCallbackQuery',
+        (body) => body.callback_query_id === 'cb-late',
+      ),
+    ).toEqual({ callback_query_id: 'cb-late', text: 'Approved' });
+    const [decided] = (
+      await fixture.client.request(orchestratorApprovalsList, { userId, status: 'approved' })
+    ).approvals;
+    expect(decided?.id).toBe(approval.id);
   });
 });

@@ -198,9 +198,11 @@ describe('the Settings page', () => {
     const form = channelSection('Email off').getByRole('form', { name: 'Email settings' });
     await form.getByLabel('Address').fill('lena@example.test');
     await form.getByRole('button', { name: 'Save' }).click();
-    const section = channelSection('Email on');
-    const confirm = section.getByRole('form', { name: 'Confirm your address' });
+    // Nothing goes to the address, not even a test, until it is confirmed.
+    const waiting = channelSection('Email unconfirmed');
+    const confirm = waiting.getByRole('form', { name: 'Confirm your address' });
     await confirm.waitFor();
+    expect(await waiting.getByRole('button', { name: 'Test' }).count()).toBe(0);
     const mail = await waitFor(
       () => smtp.mails.find((one) => one.to.includes('lena@example.test')),
       {
@@ -217,7 +219,9 @@ describe('the Settings page', () => {
     await expect.poll(() => confirm.getByRole('alert').textContent()).toMatch(/wrong code/);
     await confirm.getByLabel('Code').fill(code);
     await confirm.getByRole('button', { name: 'Confirm' }).click();
-    await expect.poll(() => confirm.count()).toBe(0);
+    const section = channelSection('Email on');
+    await section.waitFor();
+    expect(await page.getByRole('form', { name: 'Confirm your address' }).count()).toBe(0);
     expect((await channels()).find((channel) => channel.type === 'email')).toMatchObject({
       to: 'lena@example.test',
       isConfirmed: true,

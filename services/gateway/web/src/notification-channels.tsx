@@ -488,13 +488,15 @@ function ChannelForm(props: {
         </button>
         {channel ? (
           <>
-            <button
-              type="button"
-              disabled={isBusy || tester.isTesting}
-              onClick={() => void tester.test()}
-            >
-              Test
-            </button>
+            {isWaitingForCode(channel) ? null : (
+              <button
+                type="button"
+                disabled={isBusy || tester.isTesting}
+                onClick={() => void tester.test()}
+              >
+                Test
+              </button>
+            )}
             <button type="button" class="danger" disabled={isBusy} onClick={() => void remove()}>
               Remove
             </button>
@@ -508,6 +510,17 @@ function ChannelForm(props: {
   );
 }
 
+// An email address waiting for its code gets nothing yet.
+function isWaitingForCode(channel: Channel | undefined): boolean {
+  return channel?.type === 'email' && !channel.isConfirmed;
+}
+
+function ChannelState({ channel }: { channel: Channel | undefined }) {
+  if (!channel) return <StatusBadge value="none" label="off" />;
+  if (isWaitingForCode(channel)) return <StatusBadge value="pending" label="unconfirmed" />;
+  return <StatusBadge value="active" label="on" />;
+}
+
 function ChannelSection(props: {
   type: ChannelType;
   channel: Channel | undefined;
@@ -517,11 +530,7 @@ function ChannelSection(props: {
   return (
     <section class="card settings channel" aria-labelledby={id}>
       <h3 id={id} class="channel-title">
-        {TITLES[props.type]}{' '}
-        <StatusBadge
-          value={props.channel ? 'active' : 'none'}
-          label={props.channel ? 'on' : 'off'}
-        />
+        {TITLES[props.type]} <ChannelState channel={props.channel} />
       </h3>
       <p class="muted">{INTROS[props.type]}</p>
       {props.children}

@@ -53,6 +53,7 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
   const requests: BotApiRequest[] = [];
   const updates: Update[] = [];
   const again = new Set<Update>();
+  const edited = new Map<string, unknown>();
   const failures = new Map<string, BotApiFailure[]>();
   const waiters = new Set<() => void>();
   let nextUpdateId = 1;
@@ -152,12 +153,30 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
         }
         return;
       }
-      case 'sendMessage':
-      case 'editMessageText':
+      case 'editMessageText': {
+        // Telegram refuses an edit that changes nothing.
+        const key = `${String(body.chat_id)}:${String(body.message_id)}`;
+        if (edited.get(key) === body.text) {
+          fail(res, { status: 400, description: 'Bad Request: message is not modified' });
+          return;
+        }
+        edited.set(key, body.text);
         answer(res, 200, {
           ok: true,
           result: {
-            message_id: typeof body.message_id === 'number' ? body.message_id : nextMessageId++,
+            message_id: body.message_id,
+            date: Math.floor(Date.now() / 1_000),
+            chat: { id: Number(body.chat_id), type: 'private' },
+            text: body.text,
+          },
+        });
+        return;
+      }
+      case 'sendMessage':
+        answer(res, 200, {
+          ok: true,
+          result: {
+            message_id: nextMessageId++,
             date: Math.floor(Date.now() / 1_000),
             chat: { id: Number(body.chat_id), type: 'private' },
             text: body.text,

@@ -8,7 +8,7 @@ import {
 import type { Pool } from '@jarvis/db';
 import { type AdmitRate, type UserRateLimits, userRateWindows } from '@jarvis/service-kit';
 import type { Logger } from '@jarvis/telemetry';
-import type { Api, Bot, Context } from 'grammy';
+import { type Api, type Bot, type Context, GrammyError } from 'grammy';
 import type { Redis } from 'ioredis';
 import { v5 as uuidv5 } from 'uuid';
 import { findTelegramLinkByChat } from '../channels-repository';
@@ -266,10 +266,20 @@ async function decideFromButton(ctx: Context, deps: ChatDeps): Promise<void> {
   }
   const label = STATUS_LABELS[status];
   await ctx.answerCallbackQuery({ text: label });
-  await ctx.editMessageText(`${escapeHtml(message.text ?? '')}\n\n<b>${escapeHtml(label)}</b>`, {
-    parse_mode: 'HTML',
-    link_preview_options: { is_disabled: true },
-  });
+  await ctx
+    .editMessageText(`${escapeHtml(message.text ?? '')}\n\n<b>${escapeHtml(label)}</b>`, {
+      parse_mode: 'HTML',
+      link_preview_options: { is_disabled: true },
+    })
+    .catch((error: unknown) => {
+      // A press on a message that already shows the decision: Telegram refuses an edit that
+      // changes nothing, and there is nothing to change.
+      if (
+        !(error instanceof GrammyError && error.description.includes('message is not modified'))
+      ) {
+        throw error;
+      }
+    });
 }
 
 // A typed error's message is written for the user (a budget spent, a timeout); of anything else

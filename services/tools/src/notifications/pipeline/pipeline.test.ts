@@ -89,6 +89,7 @@ describe('the notification pipeline', () => {
     await publishUserEvent(fixture.bus, userId, 'schedule-run:plumber', event);
 
     await waitFor(() => requestsOf(userId).length === 2, { what: 'one request per channel' });
+    await waitFor(async () => (await fixture.statuses(userId)).sent === 2, { what: 'both sent' });
     // And once more as a consumer redelivering the event would handle it: the rows are found.
     const again = await storeNotification(
       fixture.db.pool,
@@ -189,7 +190,7 @@ describe('the notification pipeline', () => {
       type: 'mission_report',
       text: 'Flat found.',
     });
-    expect(await fixture.statuses(userId)).toEqual({ sent: 2 });
+    await waitFor(async () => (await fixture.statuses(userId)).sent === 2, { what: 'both sent' });
   });
 
   it('retries after the Retry-After a 429 asks for, then sends', { timeout: 20_000 }, async () => {
@@ -216,8 +217,14 @@ describe('the notification pipeline', () => {
     const [first, second] = requestsOf(userId);
     // Retry-After (2 s) rather than the first backoff (at most 200 ms).
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
-    const { deliveries } = await client.request(notificationsDeliveriesList, { userId });
-    expect(deliveries[0]).toMatchObject({ status: 'sent', attempts: 2, error: null });
+    const sent = await waitFor(
+      async () => {
+        const { deliveries } = await client.request(notificationsDeliveriesList, { userId });
+        return deliveries[0]?.status === 'sent' ? deliveries[0] : undefined;
+      },
+      { what: 'the delivery sent' },
+    );
+    expect(sent).toMatchObject({ attempts: 2, error: null });
     fixture.receiver.answer = previous;
   });
 
@@ -490,6 +497,33 @@ describe('the notify tool', () => {
         .map((request) => `${request.body.type}: ${request.body.title}`)
         .sort(),
     ).toEqual(['note: Builds', 'note: The build is green.']);
+  });
+
+  it('holds a note that is not urgent until quiet hours end, and says so', async () => {
+    const userId = randomUUID();
+    await fixture.addChannels(userId);
+    const wall = (offsetHours: number) =>
+      new Date(Date.now() + offsetHours * 3_600_000).toISOString().slice(11, 16);
+    await putSettings(fixture.db.pool, userId, {
+      quietHours: { start: wall(-1), end: wall(1) },
+      timeZone: 'UTC',
+    });
+    const notify = createNotifyTool({ ...fixture.deps, perHour: 5 });
+
+    expect(await notify.run({ text: 'Later.', urgent: false }, context(userId))).toEqual({
+      sent: true,
+      channels: ['webhook'],
+      heldUntilQuietHoursEnd: true,
+    });
+    expect(await notify.run({ text: 'Now!', urgent: true }, context(userId))).toEqual({
+      sent: true,
+      channels: ['webhook'],
+    });
+
+    await waitFor(() => requestsOf(userId).length === 1, { what: 'the urgent note' });
+    await settle(1_000);
+    expect(requestsOf(userId).map((request) => request.body.text)).toEqual(['Now!']);
+    expect(await fixture.statuses(userId)).toEqual({ held: 1, sent: 1 });
   });
 
   it('tells the model when the user has no channel for notes', async () => {

@@ -1,10 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import {
   ChannelResponse,
+  ChannelsListResponse,
   DeliveriesListResponse,
   type Delivery,
   ScheduleResponse,
   SECRET_MASK,
+  TelegramLinkResponse,
   TestResponse,
 } from '@jarvis/contracts';
 import {
@@ -18,13 +20,15 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanForSecrets } from './secret-scan';
 import { confirmationCode, type SmtpStandIn, startSmtpStandIn } from './smtp-stand-in';
+import { startTelegramStandIn, type TelegramStandIn } from './telegram-stand-in';
 
 // Notifications through the whole stack: a reminder made with POST /v1/schedules is fired by
 // the scheduler, told as a user event, turned into a delivery by the tools service and posted,
-// signed, to the user's webhook (a local HTTP server). Then the secret scan: channels are set up
-// with known secrets (a webhook secret, an ntfy token, SMTP passwords, the install's key) and
-// used, and none of them may appear in any answer of the API or any log line of any service of
-// the run, at the most talkative log level.
+// signed, to the user's webhook (a local HTTP server), and to a linked Telegram chat (a stand-in
+// of the Bot API). Then the secret scan: channels are set up with known secrets (a webhook
+// secret, an ntfy token, SMTP passwords, the install's key and its bot's token) and used, and
+// none of them may appear in any answer of the API or any log line of any service of the run,
+// at the most talkative log level.
 const SECRETS = {
   secretKey: randomBytes(32).toString('base64'),
   webhookSecret: `whsec-${randomBytes(16).toString('hex')}`,
@@ -32,7 +36,9 @@ const SECRETS = {
   userSmtpPassword: `smtp-pw-${randomBytes(12).toString('hex')}`,
   wrongSmtpPassword: `wrong-pw-${randomBytes(12).toString('hex')}`,
   installSmtpPassword: `install-pw-${randomBytes(12).toString('hex')}`,
+  botToken: `7000001:${randomBytes(16).toString('hex')}`,
 };
+const CHAT_ID = 515_151;
 const SMTP_USER = 'mailer';
 const INSTALL_SMTP_USER = 'jarvis';
 
@@ -41,6 +47,7 @@ describe('notifications through the whole stack', () => {
   let smtp: SmtpStandIn;
   let webhook: HttpRecorder;
   let ntfy: HttpRecorder;
+  let telegram: TelegramStandIn;
   let key: string;
   // Every answer of the API in this run (status, headers and body), for the scan.
   const answers: string[] = [];
@@ -73,7 +80,10 @@ describe('notifications through the whole stack', () => {
     });
     webhook = await startHttpRecorder();
     ntfy = await startHttpRecorder();
+    telegram = await startTelegramStandIn();
     fixture = await startStackFixture({
+      TELEGRAM_BOT_TOKEN: SECRETS.botToken,
+      TELEGRAM_API_ROOT: telegram.url,
       JARVIS_SECRET_KEY: SECRETS.secretKey,
       SMTP_HOST: '127.0.0.1',
       SMTP_PORT: String(smtp.port),
@@ -92,6 +102,7 @@ describe('notifications through the whole stack', () => {
     await smtp?.close();
     await webhook?.close();
     await ntfy?.close();
+    await telegram?.close();
   });
 
   it('posts a reminder made through POST /v1/schedules to the webhook, signed, in the fixed shape', async () => {
@@ -158,6 +169,45 @@ describe('notifications through the whole stack', () => {
     // Once: the event is not posted twice.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(webhook.requests.filter((r) => r.path === '/jarvis')).toHaveLength(1);
+  });
+
+  it('links a Telegram chat with /start CODE, and a reminder reaches the chat', async () => {
+    const link = await api(key, 'POST', '/v1/notifications/telegram/link');
+    expect(link.status, JSON.stringify(link.body)).toBe(200);
+    const { code } = TelegramLinkResponse.parse(link.body);
+    const user = { id: CHAT_ID, is_bot: false, first_name: 'Ines', username: 'ines_tg' };
+    telegram.sendToBot({
+      message_id: 1,
+      date: Math.floor(Date.now() / 1_000),
+      chat: { id: CHAT_ID, type: 'private', first_name: 'Ines', username: 'ines_tg' },
+      from: user,
+      text: `/start ${code}`,
+    });
+    await waitFor(
+      async () => {
+        const reply = await api(key, 'GET', '/v1/notifications/channels');
+        return ChannelsListResponse.parse(reply.body).channels.find((c) => c.type === 'telegram');
+      },
+      { timeoutMs: 20_000, what: 'the chat to be linked' },
+    );
+
+    const text = 'Call the plumber back';
+    const created = await api(key, 'POST', '/v1/schedules', {
+      kind: 'once',
+      at: new Date(Date.now() + 1_500).toISOString(),
+      action: { type: 'remind', text },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const sent = await waitFor(
+      () =>
+        telegram.recorder.requests.find(
+          (request) => request.path.endsWith('/sendMessage') && request.body.includes(text),
+        ),
+      { timeoutMs: 30_000, what: 'the reminder in the Telegram chat' },
+    );
+    expect(JSON.parse(sent.body)).toMatchObject({ chat_id: String(CHAT_ID), parse_mode: 'HTML' });
+    // The token is in the path of every Bot API request, as Telegram wants it: only there.
+    expect(sent.path).toBe(`/bot${SECRETS.botToken}/sendMessage`);
   });
 
   it('sends through ntfy with its token, which is answered only as the mask', async () => {

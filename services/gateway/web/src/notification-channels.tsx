@@ -7,7 +7,7 @@ import type {
   TelegramLinkResponse,
   TestResponse,
 } from '@jarvis/contracts';
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api-client';
 import { useApp } from './app-context';
@@ -142,6 +142,8 @@ function bodyOf(type: FormType, values: Values, isOwnSmtp: boolean, events: stri
   };
 }
 
+type InputExtras = InputHTMLAttributes<HTMLInputElement>;
+
 function FormField(props: {
   form: string;
   field: string;
@@ -270,7 +272,7 @@ function EventChoices(props: { events: string[]; onChange: (events: string[]) =>
   return (
     <fieldset class="events field-wide">
       <legend>Send</legend>
-      {ALL_EVENTS.map((kind) => (
+      {Object.entries(EVENT_LABELS).map(([kind, label]) => (
         <label key={kind} class="check">
           <input
             type="checkbox"
@@ -283,7 +285,7 @@ function EventChoices(props: { events: string[]; onChange: (events: string[]) =>
               )
             }
           />
-          {EVENT_LABELS[kind as keyof typeof EVENT_LABELS]}
+          {label}
         </label>
       ))}
     </fieldset>
@@ -311,12 +313,7 @@ function ChannelForm(props: {
     const { value } = event.currentTarget;
     setValues((current) => ({ ...current, [field]: value }));
   };
-  const field = (
-    name: string,
-    label: string,
-    extra: Record<string, unknown> = {},
-    hint?: string,
-  ) => {
+  const field = (name: string, label: string, extra: InputExtras = {}, hint?: string) => {
     const secret = storedSecret(channel, name);
     return (
       <FormField form={form} field={name} label={label} problem={problem} hint={hint}>
@@ -325,7 +322,7 @@ function ChannelForm(props: {
             {...attributes}
             {...extra}
             value={values[name] ?? ''}
-            placeholder={secret ?? (extra.placeholder as string | undefined)}
+            placeholder={secret ?? extra.placeholder}
             onInput={set(name)}
           />
         )}

@@ -61,7 +61,7 @@ export function DeliveriesList(props: { timeZone: string; generation: number }) 
   return (
     <section aria-labelledby="deliveries-title">
       <div class="page-header">
-        <h2 id="deliveries-title">Sent notifications</h2>
+        <h3 id="deliveries-title">Sent notifications</h3>
         <button
           type="button"
           class="small"

@@ -42,7 +42,9 @@ function QuietHoursSetting(props: { settings: NotificationSettings; timeZone: st
 
   return (
     <section class="card settings" aria-labelledby="quiet-hours-title" aria-busy={isSaving}>
-      <h2 id="quiet-hours-title">Quiet hours</h2>
+      <h3 id="quiet-hours-title" class="channel-title">
+        Quiet hours
+      </h3>
       <p>
         {saved
           ? `From ${saved.start} to ${saved.end}, ${props.timeZone} time: only reminders and approval requests come through; the rest waits until the end.`

@@ -11,14 +11,13 @@ import type { ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api-client';
 import { useApp } from './app-context';
+import { bodyOf, type FormType, initialValues, storedSecret } from './channel-form';
 import { ErrorNotice, Loading, StatusBadge } from './components';
 import { splitFieldError } from './format';
 import { formatInZone } from './time-zones';
 import { useResource } from './use-resource';
 
-type FormType = Exclude<ChannelType, 'telegram'>;
 type ChannelOf<T extends ChannelType> = Extract<Channel, { type: T }>;
-type Values = Record<string, string>;
 type Problem = { field?: string; text: string };
 
 const TITLES: Record<ChannelType, string> = {
@@ -65,81 +64,6 @@ const FIELDS: Record<FormType, string[]> = {
 
 function messageOf(failure: unknown): string {
   return failure instanceof Error ? failure.message : String(failure);
-}
-
-// Secrets are never sent back: a stored one shows as the API's mask, and a field left empty
-// keeps it.
-function initialValues(channel: Channel | undefined): Values {
-  if (!channel) return { priority: '3', format: 'jarvis', 'smtp.security': 'starttls' };
-  if (channel.type === 'ntfy') {
-    return {
-      url: channel.url,
-      topic: channel.topic,
-      priority: String(channel.priority),
-      clickUrl: channel.clickUrl ?? '',
-    };
-  }
-  if (channel.type === 'webhook') return { url: channel.url, format: channel.format };
-  if (channel.type === 'email') {
-    const { smtp } = channel;
-    return {
-      to: channel.to,
-      ...(smtp
-        ? {
-            'smtp.host': smtp.host,
-            'smtp.port': String(smtp.port),
-            'smtp.security': smtp.security,
-            'smtp.user': smtp.user ?? '',
-            'smtp.from': smtp.from ?? '',
-          }
-        : { 'smtp.security': 'starttls' }),
-    };
-  }
-  return {};
-}
-
-function storedSecret(channel: Channel | undefined, field: string): string | undefined {
-  if (channel?.type === 'ntfy' && field === 'token') return channel.token;
-  if (channel?.type === 'webhook' && field === 'secret') return channel.secret;
-  if (channel?.type === 'email' && field === 'smtp.password') return channel.smtp?.password;
-  return undefined;
-}
-
-// The PUT body: empty optional fields are left out (a secret left out keeps the stored one);
-// numbers go as numbers, so the API's checks name what is wrong with them.
-function bodyOf(type: FormType, values: Values, isOwnSmtp: boolean, events: string[]) {
-  const text = (field: string) => values[field]?.trim() || undefined;
-  const number = (field: string) => {
-    const value = text(field);
-    return value === undefined ? undefined : Number(value);
-  };
-  if (type === 'ntfy') {
-    return {
-      url: text('url'),
-      topic: text('topic'),
-      token: text('token'),
-      priority: number('priority'),
-      clickUrl: text('clickUrl'),
-      events,
-    };
-  }
-  if (type === 'webhook') {
-    return { url: text('url'), secret: text('secret'), format: text('format'), events };
-  }
-  return {
-    to: text('to'),
-    smtp: isOwnSmtp
-      ? {
-          host: text('smtp.host'),
-          port: number('smtp.port'),
-          security: text('smtp.security'),
-          user: text('smtp.user'),
-          password: text('smtp.password'),
-          from: text('smtp.from'),
-        }
-      : undefined,
-    events,
-  };
 }
 
 type InputExtras = InputHTMLAttributes<HTMLInputElement>;

@@ -38,7 +38,12 @@ beforeAll(async () => {
   ntfy = await startHttpRecorder();
   harness = await startRouterFixture('/v1', {
     services: ['tools'],
-    serviceEnv: { JARVIS_SECRET_KEY: SECRET_KEY, OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+    // Every log line there is, for the secret scan at the end.
+    serviceEnv: {
+      JARVIS_SECRET_KEY: SECRET_KEY,
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      LOG_LEVEL: 'trace',
+    },
   });
 });
 
@@ -353,12 +358,15 @@ describe('Telegram and email on an install without a bot or SMTP', () => {
   });
 });
 
-// Last: every answer of the file, errors included.
+// Last: every answer of the file, errors included, and all the tools service logged.
 describe('secrets', () => {
-  it('appear in no answer', () => {
+  it('appear in no answer and no log line', () => {
     expect(answers.length).toBeGreaterThan(40);
+    const lines = harness.services.output('tools').split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(1);
     for (const secret of [WEBHOOK_SECRET, NTFY_TOKEN, SECRET_KEY]) {
       expect(answers.filter((answer) => answer.includes(secret))).toEqual([]);
+      expect(lines.filter((line) => line.includes(secret))).toEqual([]);
     }
   });
 });

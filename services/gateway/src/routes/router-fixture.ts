@@ -31,6 +31,8 @@ export type RouterFixture = {
   url: string;
   // The /v1 router itself, for a test of what it mounts.
   router: Router;
+  // The service processes the routes ask, e.g. to read what they logged.
+  services: Stack;
   // A request to `basePath + route`, with the key (if any) and a JSON body (if any).
   call(
     method: string,
@@ -163,6 +165,7 @@ async function startHarness(
     bob: { id: second.user.id, key: second.apiKey },
     url: baseUrl,
     router,
+    services,
     async call(method, route, options = {}) {
       const headers: Record<string, string> = {};
       if (options.key) headers.authorization = `Bearer ${options.key}`;

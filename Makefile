@@ -88,11 +88,13 @@ EMBEDDED_PG_DIR ?= $(CURDIR)/.data/postgres
 # make dev's key that seals notification secrets (the tools service makes it on first start).
 SECRET_KEY_FILE ?= $(CURDIR)/.data/secret.key
 APP_SERVICES := gateway orchestrator memory model-gateway tools scheduler
-# The tools service's secret key file, read from and written to its `secrets` volume in a
-# one-off tools container (the gateway, which runs the backup tool, never mounts it). Prints
-# nothing when the install sets JARVIS_SECRET_KEY instead, or tools never started.
-TOOLS_KEY_READ = $(COMPOSE) run --rm --no-deps -T tools sh -c \
-	'if [ -z "$$JARVIS_SECRET_KEY" ] && [ -f "$$JARVIS_SECRET_KEY_FILE" ]; then cat "$$JARVIS_SECRET_KEY_FILE"; fi'
+# The tools service's secret key file, read from and written to its `secrets` volume in the
+# tools container (the gateway, which runs the backup tool, never mounts it): the running one,
+# else a one-off (docker-compose 1.29 links a one-off to its service's running containers, which
+# podman refuses). Prints nothing when the install sets JARVIS_SECRET_KEY, or tools never started.
+TOOLS_KEY_SCRIPT = 'if [ -z "$$JARVIS_SECRET_KEY" ] && [ -f "$$JARVIS_SECRET_KEY_FILE" ]; then cat "$$JARVIS_SECRET_KEY_FILE"; fi'
+TOOLS_KEY_READ = { $(COMPOSE) exec -T tools sh -c $(TOOLS_KEY_SCRIPT) 2>/dev/null \
+	|| $(COMPOSE) run --rm --no-deps -T tools sh -c $(TOOLS_KEY_SCRIPT); }
 TOOLS_KEY_WRITE = $(COMPOSE) run --rm --no-deps -T tools sh -c \
 	'umask 077 && cat > "$$JARVIS_SECRET_KEY_FILE.restoring" && mv "$$JARVIS_SECRET_KEY_FILE.restoring" "$$JARVIS_SECRET_KEY_FILE"'
 .PHONY: backup restore

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // migrates its schema on it and a turn goes through, and since the stack owns the process, the
 // database can go down and come back.
 
-const SCHEMAS = ['gateway', 'memory', 'model_gateway', 'orchestrator', 'scheduler'];
+const SCHEMAS = ['gateway', 'memory', 'model_gateway', 'orchestrator', 'scheduler', 'tools'];
 
 describe('the stack on the embedded Postgres', () => {
   let fixture: StackFixture;

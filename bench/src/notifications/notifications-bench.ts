@@ -189,12 +189,21 @@ try {
       }
       perEvent.set(id, [...(perEvent.get(id) ?? []), request]);
     }
-    const latencies = published.map(
-      (event) => (perEvent.get(event.id)?.[0]?.receivedAt ?? Number.NaN) - event.at,
-    );
     const wrongChannel = published.filter((event) =>
       perEvent.get(event.id)?.some((request) => request.path !== `/hooks/${event.userIndex}`),
     ).length;
+    // Where the time goes: until the event consumer stored the delivery (created_at, on the
+    // same machine's clock), and from there to the channel's request (the worker's part).
+    const { rows: stored } = await database.pool.query<{ event_id: string; created_ms: number }>(
+      `SELECT event_id, extract(epoch FROM created_at) * 1000 AS created_ms
+         FROM tools.notification_deliveries WHERE event_id = ANY($1)`,
+      [published.map((event) => event.id)],
+    );
+    const storedAt = new Map(stored.map((row) => [row.event_id, Number(row.created_ms)]));
+    const stage = (from: (event: Published) => number, to: (event: Published) => number) =>
+      percentiles(published.map((event) => Math.round(to(event) - from(event))));
+    const arrivedAt = (event: Published) => perEvent.get(event.id)?.[0]?.receivedAt ?? Number.NaN;
+    const storedAtOf = (event: Published) => storedAt.get(event.id) ?? Number.NaN;
     const firstPublished = Math.min(...published.map((event) => event.at));
     return {
       events: published.length,
@@ -206,17 +215,20 @@ try {
       wrongChannel,
       // Requests with no event of this load in them (a late copy of an earlier load's).
       foreign,
-      latencyMs: percentiles(latencies),
+      latencyMs: stage((event) => event.at, arrivedAt),
+      storedMs: stage((event) => event.at, storedAtOf),
+      storedToRequestMs: stage(storedAtOf, arrivedAt),
       publishedOverMs: Math.max(...published.map((event) => event.at)) - firstPublished,
       allDeliveredMs: lastArrival - firstPublished,
     };
   };
 
   const summarize = (name: string, figures: Awaited<ReturnType<typeof measure>>) => {
-    const { latencyMs: latency } = figures;
+    const { latencyMs: latency, storedMs: stored, storedToRequestMs: sending } = figures;
     return (
       `${name}: ${figures.events} events published over ${figures.publishedOverMs} ms, ${figures.delivered} delivered, all within ${figures.allDeliveredMs} ms of the first\n` +
       `  latency event -> channel request: p50 ${latency.p50} ms, p95 ${latency.p95} ms, max ${latency.max} ms\n` +
+      `    of which event -> delivery stored: p50 ${stored.p50} ms, p95 ${stored.p95} ms; stored -> request: p50 ${sending.p50} ms, p95 ${sending.p95} ms\n` +
       `  duplicated events ${figures.duplicatedEvents} (${figures.extraRequests} extra requests), bad signatures ${figures.badSignatures}, to the wrong channel ${figures.wrongChannel}, foreign requests ${figures.foreign}\n`
     );
   };

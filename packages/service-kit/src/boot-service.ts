@@ -5,6 +5,7 @@ import {
   createMetrics,
   type Logger,
   type Metrics,
+  type OtlpProtocol,
   startTelemetry,
 } from '@jarvis/telemetry';
 import { Redis } from 'ioredis';
@@ -17,6 +18,7 @@ export type BootEnv = {
   NATS_NAMESPACE: string;
   LOG_LEVEL: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_PROTOCOL?: OtlpProtocol;
   DEPENDENCY_LOSS_EXIT_MS: number;
 };
 
@@ -86,6 +88,7 @@ export async function bootService(
   const telemetry = startTelemetry({
     serviceName: name,
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otlpProtocol: env.OTEL_EXPORTER_OTLP_PROTOCOL,
   });
   const logger = createLogger(name, env.LOG_LEVEL);
   const metrics = createMetrics(name);
@@ -97,6 +100,7 @@ export async function bootService(
       namespace: env.NATS_NAMESPACE,
       name,
       logger,
+      metrics,
     });
     const checks: Record<string, Check> = { nats: () => bus.isConnected() };
     if (pool) checks.postgres = () => isDatabaseReachable(pool);

@@ -1,3 +1,4 @@
+import { OTLP_PROTOCOLS } from '@jarvis/telemetry';
 import { z } from 'zod';
 
 // Settings every service reads. Each service spreads these into its own schema in src/env.ts.
@@ -13,6 +14,8 @@ export const baseEnvShape = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
   // OTLP/HTTP collector base URL; traces are exported only when set.
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  // How traces are encoded for it: http/protobuf (the OTel default) or http/json.
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS).default('http/protobuf'),
   // How long a dependency (NATS, Postgres, Redis) may stay lost before the process exits so
   // that its restart policy brings it back.
   DEPENDENCY_LOSS_EXIT_MS: z.coerce.number().int().min(1_000).default(30_000),

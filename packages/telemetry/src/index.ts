@@ -1,3 +1,4 @@
+export * from './gen-ai';
 export * from './logger';
 export * from './metrics';
 export * from './tracing';

@@ -7,14 +7,14 @@ import type {
   ModelChatResponse,
   ToolCall,
 } from '@jarvis/contracts';
-import { type Logger, SpanKind, withSpan } from '@jarvis/telemetry';
+import { GEN_AI, JARVIS, type Logger, SpanKind, withSpan } from '@jarvis/telemetry';
 import type { z } from 'zod';
 import { costOf, type ModelTarget, type Purpose } from '../config/model-config';
 import type { ChatCall, ChatResult, Provider } from '../providers/provider';
 import { classifyError, ProviderError } from '../providers/provider-error';
 import { createRedactor, type Redactor } from '../redaction/redactor';
 import type { CallMetrics } from '../telemetry/call-metrics';
-import { GEN_AI, type GenAiMetrics } from '../telemetry/gen-ai';
+import type { GenAiMetrics } from '../telemetry/gen-ai';
 import type { UsageMeter } from '../usage/usage-meter';
 import type { Cooldown } from './cooldown';
 import { createDeltaRestorer } from './delta-restorer';
@@ -322,6 +322,7 @@ async function callOnce(
         [GEN_AI.inputTokens]: result.usage.inputTokens,
         [GEN_AI.outputTokens]: result.usage.outputTokens,
         [GEN_AI.finishReasons]: [result.finishReason],
+        [JARVIS.costUsd]: costOf(target.info, result.usage.inputTokens, result.usage.outputTokens),
         ...(deps.settings.recordContent
           ? { [GEN_AI.outputMessages]: JSON.stringify(result.content) }
           : {}),

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import { BusError } from '@jarvis/bus';
 import type { ModelEmbedRequest, ModelEmbedResponse } from '@jarvis/contracts';
-import { SpanKind, withSpan } from '@jarvis/telemetry';
+import { GEN_AI, SpanKind, withSpan } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { costOf, type ModelTarget } from '../config/model-config';
 import type { Provider } from '../providers/provider';
 import { ProviderError } from '../providers/provider-error';
 import { createRedactor } from '../redaction/redactor';
-import { GEN_AI } from '../telemetry/gen-ai';
 import type { RouterDeps } from './chat-router';
 import { withRetries } from './retry';
 

@@ -1,23 +1,6 @@
 import type { Metrics } from '@jarvis/telemetry';
 import { Histogram } from 'prom-client';
 
-// OpenTelemetry GenAI semantic conventions: span and attribute names as the spec gives them,
-// so Grafana's and other tools' GenAI views understand the traces.
-export const GEN_AI = {
-  operation: 'gen_ai.operation.name',
-  provider: 'gen_ai.provider.name',
-  requestModel: 'gen_ai.request.model',
-  responseModel: 'gen_ai.response.model',
-  inputTokens: 'gen_ai.usage.input_tokens',
-  outputTokens: 'gen_ai.usage.output_tokens',
-  finishReasons: 'gen_ai.response.finish_reasons',
-  maxTokens: 'gen_ai.request.max_tokens',
-  temperature: 'gen_ai.request.temperature',
-  inputMessages: 'gen_ai.input.messages',
-  outputMessages: 'gen_ai.output.messages',
-  errorType: 'error.type',
-} as const;
-
 type GenAiOperation = 'chat' | 'embeddings';
 
 export type GenAiMetrics = {

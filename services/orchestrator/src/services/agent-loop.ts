@@ -11,9 +11,11 @@ import {
   Usage,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
+import { type Span, withSpan } from '@jarvis/telemetry';
 import { z } from 'zod';
 import { insertStep, type NewStep, type StepTarget } from '../repositories/steps-repository';
 import { type AgentTool, type ToolContext, ToolInputError } from '../tools/agent-tool';
+import { endToolSpan, executeToolAttributes } from './agent-spans';
 
 export type LoopSettings = {
   // Model calls per turn; tool results go back to the model until it answers or this is reached.
@@ -201,6 +203,7 @@ export async function runAgentLoop(
       }
       let content: string;
       if (decided === 'denied' || decided === 'expired') {
+        recordDeniedCall(call, decided);
         content = JSON.stringify({
           error:
             decided === 'denied'
@@ -211,7 +214,11 @@ export async function runAgentLoop(
         content =
           'You already made this exact call in this turn; its result is above. Use it, or try something else.';
       } else {
-        content = await callTool(deps, run, byName.get(call.name), call, deadline);
+        content = await withSpan(
+          `execute_tool ${call.name}`,
+          { attributes: executeToolAttributes(call) },
+          (span) => callTool(deps, run, byName.get(call.name), call, deadline, span),
+        );
       }
       state.messages.push({ role: 'tool', toolCallId: call.id, content });
     }
@@ -345,6 +352,7 @@ async function callTool(
   tool: AgentTool | undefined,
   call: ToolCall,
   deadline: number,
+  span: Span,
 ): Promise<string> {
   const startedAt = new Date();
   deps.emit({
@@ -372,9 +380,12 @@ async function callTool(
     content = cap(JSON.stringify(result ?? null), deps.settings.toolResultMaxChars);
   } catch (failure) {
     error = failure instanceof Error ? failure.message : String(failure);
-    const prefix = failure instanceof ToolInputError ? 'invalid arguments' : 'the tool failed';
+    const isInputError = failure instanceof ToolInputError;
+    const prefix = isInputError ? 'invalid arguments' : 'the tool failed';
     content = JSON.stringify({ error: `${prefix}: ${error}` });
+    endToolSpan(span, 'error', isInputError ? 'invalid_arguments' : 'tool_failed');
   }
+  if (error === undefined) endToolSpan(span, 'ok');
   const durationMs = Date.now() - startedAt.getTime();
   deps.recorder.record({
     kind: 'tool',
@@ -396,6 +407,15 @@ async function callTool(
     durationMs,
   });
   return content;
+}
+
+// A call the user denied, or did not approve in time, never runs: its span says so, at once.
+function recordDeniedCall(call: ToolCall, decided: 'denied' | 'expired'): void {
+  void withSpan(
+    `execute_tool ${call.name}`,
+    { attributes: executeToolAttributes(call) },
+    async (span) => endToolSpan(span, 'denied', decided),
+  );
 }
 
 function stopIfCancelled(deps: LoopDeps): void {

@@ -12,7 +12,7 @@ import {
   USER_EVENT_TEXT_MAX_CHARS,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import type { Logger } from '@jarvis/telemetry';
+import { type Logger, type Span, withSpan } from '@jarvis/telemetry';
 import type { Redis } from 'ioredis';
 import { type ConversationLock, tryLockConversation } from '../conversation-lock';
 import {
@@ -44,6 +44,12 @@ import {
   type StepRecorder,
   TurnCancelled,
 } from './agent-loop';
+import {
+  invokeAgentAttributes,
+  markAgentFailed,
+  RETRIEVAL_ATTRIBUTES,
+  recordRetrieval,
+} from './agent-spans';
 import { buildPrompt } from './build-prompt';
 import type { TurnCancellation, TurnCancellations } from './cancel-turn';
 import type { ChatRoute } from './chat-route';
@@ -121,6 +127,34 @@ export async function runTurn(
     await letGo();
     return { type: 'retry', delayMs: LOCKED_RETRY_MS };
   }
+  return withSpan('invoke_agent', { attributes: invokeAgentAttributes(run) }, (span) =>
+    workOnTurn(
+      deps,
+      { turn, run, approval, canResume, lock, letGo, expected },
+      deliveryCount,
+      span,
+    ),
+  );
+}
+
+// What a turn holds once it may run: its run, the approval it resumes from, its lock.
+type TurnInHand = {
+  turn: TurnRequested;
+  run: Run;
+  approval: StoredApproval | undefined;
+  canResume: boolean;
+  lock: ConversationLock;
+  letGo: () => Promise<void> | undefined;
+  expected: Promise<RoutedModel | undefined>;
+};
+
+// The turn itself, inside its invoke_agent span: answered (or resumed), or failed.
+async function workOnTurn(
+  deps: TurnDeps,
+  { turn, run, approval, canResume, lock, letGo, expected }: TurnInHand,
+  deliveryCount: number,
+  span: Span,
+): Promise<Outcome> {
   // A reply, or the note that takes its place, is stored under this key: never two.
   const replyKey =
     approval && canResume ? `approval:${approval.id}:reply` : `turn:${run.turnId}:reply`;
@@ -164,6 +198,7 @@ export async function runTurn(
     return { type: 'ack' };
   } catch (error) {
     const info = describeFailure(error);
+    markAgentFailed(span, info.code);
     // Model errors are final (the model gateway already retried and fell back), and so is the
     // user's cancel; anything else is worth another attempt until the last one. A failure
     // before the turn started (Redis or the database away) is retried until they are back.
@@ -265,14 +300,18 @@ async function answer(
     recallStarted,
     run.timeZone ?? 'UTC',
   );
-  const recall = await deps.bus.request(memoryRecall, {
-    userId: run.userId,
-    conversationId: run.conversationId,
-    messageId: run.userMessageId,
-    query: message,
-    tokenLimit: budget.tokenBudget,
-    tokenizer: budget.tokenizer,
-    recentLimit: deps.historyLimit,
+  const recall = await withSpan('retrieval', { attributes: RETRIEVAL_ATTRIBUTES }, async (span) => {
+    const recalled = await deps.bus.request(memoryRecall, {
+      userId: run.userId,
+      conversationId: run.conversationId,
+      messageId: run.userMessageId,
+      query: message,
+      tokenLimit: budget.tokenBudget,
+      tokenizer: budget.tokenizer,
+      recentLimit: deps.historyLimit,
+    });
+    recordRetrieval(span, recalled);
+    return recalled;
   });
   const fitted = fitContext(recall, budget.tokenBudget);
   const context = describeContext(budget, fitted, run.userMessageId);

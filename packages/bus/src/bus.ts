@@ -3,6 +3,7 @@ import {
   extractTraceContext,
   injectTraceContext,
   type Logger,
+  type Metrics,
   SpanKind,
   withSpan,
 } from '@jarvis/telemetry';
@@ -28,6 +29,7 @@ import {
   parseOrThrow,
   ReplyEnvelope,
 } from './codec';
+import { type ConsumerMetrics, createConsumerMetrics } from './consumer-metrics';
 
 export type BusOptions = {
   url: string;
@@ -35,6 +37,8 @@ export type BusOptions = {
   namespace: string;
   name: string;
   logger: Logger;
+  // The service's registry: the durable consumers it reads are gauged there (consumer-metrics).
+  metrics?: Metrics;
 };
 
 export type RequestOptions = { timeoutMs?: number };
@@ -60,11 +64,15 @@ export class Bus {
   // Requests in flight, failed when the connection drops: their replies can no longer arrive,
   // and waiting out the timeout would answer "did not answer in time" for an outage.
   private readonly inFlight = new Set<(error: BusError) => void>();
+  private readonly consumerMetrics: ConsumerMetrics | undefined;
 
   private constructor(nc: NatsConnection, options: BusOptions) {
     this.nc = nc;
     this.namespace = options.namespace;
     this.logger = options.logger;
+    this.consumerMetrics =
+      options.metrics &&
+      createConsumerMetrics(nc, () => this.isConnected(), options.metrics, options.logger);
     void this.watchStatus();
   }
 
@@ -91,6 +99,12 @@ export class Bus {
   // buffered by the client and answered only by its timeout.
   assertConnected(): void {
     if (!this.isConnected()) throw new BusError('unavailable', BUS_UNAVAILABLE_MESSAGE);
+  }
+
+  // A durable consumer this process reads (startWorker), gauged in its metrics until the
+  // returned function is called.
+  trackConsumer(stream: string, consumer: string): () => void {
+    return this.consumerMetrics?.track(stream, consumer) ?? (() => {});
   }
 
   subject(relative: string): string {

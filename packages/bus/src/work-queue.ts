@@ -113,10 +113,10 @@ export async function startWorker<P extends z.ZodType>(
   options: WorkQueueOptions,
   handler: WorkHandler<P>,
 ): Promise<Worker> {
-  const consumer = await bus.nc
-    .jetstream()
-    .consumers.get(bus.streamName(options.stream), options.consumer);
+  const stream = bus.streamName(options.stream);
+  const consumer = await bus.nc.jetstream().consumers.get(stream, options.consumer);
   const messages: ConsumerMessages = await consumer.consume({ max_messages: options.maxInFlight });
+  const untrack = bus.trackConsumer(stream, options.consumer);
   const inFlight = new Set<Promise<void>>();
 
   const loop = (async () => {
@@ -132,6 +132,7 @@ export async function startWorker<P extends z.ZodType>(
 
   return {
     async stop() {
+      untrack();
       await messages.close();
       await loop;
       await Promise.allSettled(inFlight);

@@ -1,5 +1,5 @@
 /// <reference path="./prom-client-metrics.d.ts" />
-import { Gauge, Registry } from 'prom-client';
+import { Gauge, type OpenMetricsContentType, Registry } from 'prom-client';
 import collectGc from 'prom-client/lib/metrics/gc.js';
 import collectHeapSizeAndUsed from 'prom-client/lib/metrics/heapSizeAndUsed.js';
 import collectHeapSpacesSizeAndUsed from 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js';
@@ -13,7 +13,11 @@ import collectProcessResources from 'prom-client/lib/metrics/processResources.js
 import collectProcessStartTime from 'prom-client/lib/metrics/processStartTime.js';
 import collectVersion from 'prom-client/lib/metrics/version.js';
 
-export type Metrics = { registry: Registry };
+export type Metrics = { registry: Registry<OpenMetricsContentType> };
+
+// The metric types, for services and packages to declare theirs on a Metrics registry without
+// each depending on prom-client.
+export { Counter, Gauge, Histogram } from 'prom-client';
 
 // prom-client's default metrics (collectDefaultMetrics) less the event loop's lag. Its lag
 // histogram (perf_hooks.monitorEventLoopDelay) samples on a timer that wakes the process every
@@ -41,7 +45,8 @@ const COLLECTORS = [
 // OpenMetrics rather than Prometheus' older text format: only it carries exemplars (a histogram
 // bucket's trace_id, which Grafana links to the trace), and Prometheus scrapes either.
 export function createMetrics(service: string): Metrics {
-  const registry = new Registry(Registry.OPENMETRICS_CONTENT_TYPE);
+  const registry = new Registry<OpenMetricsContentType>();
+  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
   registry.setDefaultLabels({ service });
   // No prefix and no labels of their own: the registry's default label names the service.
   for (const collect of COLLECTORS) collect(registry, {});
@@ -52,7 +57,7 @@ export function createMetrics(service: string): Metrics {
 // The event loop's lag, measured at each scrape and only then: how long a callback queued now
 // (setImmediate) waits for its turn. No timer samples it in between, so an idle service does not
 // wake up for it (see above); a stall between two scrapes shows only if it is still going on.
-function registerEventLoopLag(registry: Registry): void {
+function registerEventLoopLag(registry: Registry<OpenMetricsContentType>): void {
   new Gauge({
     name: 'nodejs_eventloop_lag_seconds',
     help: 'Delay of a callback queued at scrape time before the event loop ran it.',

@@ -2,6 +2,7 @@ export * from './common';
 export * from './define';
 export * from './errors';
 export * from './grep-regex';
+export * from './http/admin-alerts';
 export * from './http/admin-users';
 export * from './http/api-keys';
 export * from './http/chat';

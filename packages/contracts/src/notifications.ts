@@ -16,6 +16,8 @@ export type ChannelType = z.infer<typeof ChannelType>;
 // - mission_report: a mission ended, with its report;
 // - approval_request: a run waits for the user's decision;
 // - note: the agent's `notify` tool;
+// - alert: an operations alert from the install's Grafana, firing or resolved (only the admin,
+//   whose key Grafana posts with, gets these);
 // - test: POST /v1/notifications/test.
 export const NotificationKind = z.enum([
   'reminder',
@@ -24,11 +26,13 @@ export const NotificationKind = z.enum([
   'mission_report',
   'approval_request',
   'note',
+  'alert',
   'test',
 ]);
 export type NotificationKind = z.infer<typeof NotificationKind>;
 
-// What a channel gets when its PUT names no `events`.
+// What a channel gets when its PUT names no `events`. Alerts too: only the admin is ever sent
+// any, and an admin who set up a channel wants to hear that a service is down.
 export const DEFAULT_CHANNEL_EVENTS: NotificationKind[] = [
   'reminder',
   'scheduled_result',
@@ -36,10 +40,12 @@ export const DEFAULT_CHANNEL_EVENTS: NotificationKind[] = [
   'mission_report',
   'approval_request',
   'note',
+  'alert',
 ];
 
 // Sent through quiet hours: the user set the reminder's time, and a run waits on the approval.
-// Everything else (and a note not marked urgent) is held until quiet hours end.
+// Everything else (a note not marked urgent, an alert that resolved) is held until quiet hours
+// end; a firing alert goes through, as the tools service decides per notification.
 export const URGENT_KINDS: NotificationKind[] = ['reminder', 'approval_request', 'test'];
 
 // What the API shows in place of a stored secret: never the secret, nor a part of it.

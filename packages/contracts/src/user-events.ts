@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id } from './common';
+import { AlertStatus } from './http/admin-alerts';
 import { Approval } from './orchestrator-approvals';
 import { MissionStatus, MissionTaskStatus } from './orchestrator-missions';
 import { ScheduleKind, ScheduleRun } from './scheduler-schedules';
@@ -89,12 +90,35 @@ const ScheduleResult = z.object({
   text: z.string().max(USER_EVENT_TEXT_MAX_CHARS),
 });
 
+// An operations alert from the install's Grafana (POST /v1/admin/alerts), told to the admin
+// whose key posted it: one event per alert and status.
+const OpsAlert = z.object({
+  type: z.literal('ops_alert'),
+  // firing: when it started; resolved: when it ended.
+  occurredAt: Timestamp,
+  alert: z.object({
+    status: AlertStatus,
+    // The rule's name (the alertname label).
+    name: z.string().max(USER_EVENT_TEXT_MAX_CHARS),
+    labels: z.record(z.string(), z.string()),
+    // The rule's summary and description annotations, cut to USER_EVENT_TEXT_MAX_CHARS.
+    summary: z.string().max(USER_EVENT_TEXT_MAX_CHARS).optional(),
+    description: z.string().max(USER_EVENT_TEXT_MAX_CHARS).optional(),
+    startsAt: Timestamp,
+    endsAt: Timestamp.optional(),
+    fingerprint: z.string(),
+    // Into the install's own Grafana (GRAFANA_URL), never a link the payload named elsewhere.
+    url: z.url({ protocol: /^https?$/ }).optional(),
+  }),
+});
+
 // Clients skip types they do not know.
 export const UserEvent = z.discriminatedUnion('type', [
   ApprovalRequested,
   MissionUpdated,
   ScheduleFired,
   ScheduleResult,
+  OpsAlert,
 ]);
 export type UserEvent = z.infer<typeof UserEvent>;
 

@@ -30,6 +30,13 @@ describe('gateway settings', () => {
     expect(env.CORS_ORIGINS).toEqual(['https://app.example.com', 'http://localhost:5173']);
   });
 
+  it('reads GRAFANA_URL without its trailing slash, and leaves it unset when empty', () => {
+    expect(loadEnv({ GRAFANA_URL: 'https://jarvis.example.com/grafana/' }).GRAFANA_URL).toBe(
+      'https://jarvis.example.com/grafana',
+    );
+    expect(loadEnv({ GRAFANA_URL: '' }).GRAFANA_URL).toBeUndefined();
+  });
+
   it.each([
     ['CORS_ORIGINS', 'https://app.example.com/'],
     ['CORS_ORIGINS', 'https://app.example.com/chat'],
@@ -40,6 +47,9 @@ describe('gateway settings', () => {
     ['RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', '-5'],
     ['TRUST_PROXY', 'traefik'],
     ['TRUST_PROXY', '0'],
+    ['GRAFANA_URL', 'grafana.example.com'],
+    ['GRAFANA_URL', 'javascript:alert(1)'],
+    ['GRAFANA_URL', 'https://jarvis.example.com/grafana?orgId=1'],
   ])('refuses %s=%s at boot', (name, value) => {
     vi.spyOn(process.stderr, 'write').mockReturnValue(true);
     vi.spyOn(process, 'exit').mockImplementation((code) => {

@@ -86,6 +86,13 @@ const Env = z.object({
         .filter(Boolean),
     )
     .pipe(z.array(Origin)),
+  // Grafana's address as users' browsers reach it (https://jarvis.example.com/grafana): the web
+  // UI links a run to its trace there, and alerts to their rule. Unset: no such links.
+  GRAFANA_URL: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => !/[?#]/.test(url), 'GRAFANA_URL is a base address, with no ? or #')
+    .transform((url) => url.replace(/\/+$/, ''))
+    .optional(),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -50,6 +50,7 @@ await bootService(
         corsOrigins: env.CORS_ORIGINS,
         eventStreamsPerUser: env.EVENTS_MAX_STREAMS_PER_USER,
         stopping: service.stopping,
+        grafanaUrl: env.GRAFANA_URL,
       }),
     );
     // The web UI's build, web/dist (beside dist/ in the image, as in the repo). Last: it answers

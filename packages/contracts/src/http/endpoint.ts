@@ -26,6 +26,7 @@ export type GatewayHandler =
   | 'listUsers'
   | 'createUser'
   | 'revokeAnyKey'
+  | 'notifyAlerts'
   | 'openApiDocument'
   | 'docsPage'
   | 'docsAsset'

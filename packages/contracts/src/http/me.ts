@@ -11,7 +11,13 @@ export const Me = z.object({
 });
 export type Me = z.infer<typeof Me>;
 
-export const MeResponse = z.object({ user: Me });
+export const MeResponse = z.object({
+  user: Me,
+  // The install's Grafana as browsers reach it (GRAFANA_URL), for links to a run's trace; absent
+  // when the install has none. Told here, with what every page of the web UI loads first, rather
+  // than on each run, whose detail comes from the orchestrator, which knows nothing of Grafana.
+  grafanaUrl: z.url({ protocol: /^https?$/ }).optional(),
+});
 export type MeResponse = z.infer<typeof MeResponse>;
 
 export const MeChanges = z.strictObject({ timeZone: TimeZone });

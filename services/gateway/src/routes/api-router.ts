@@ -16,6 +16,7 @@ import { jsonBody } from '../middleware/json-body';
 import { createRateLimits, type RateLimitDeps } from '../middleware/rate-limit';
 import { refuseKeyInUrl } from '../middleware/refuse-key-in-url';
 import { createDocsHandlers } from '../openapi/docs-handlers';
+import { createAlertsHandlers } from './alerts-handlers';
 import { createChatHandlers } from './chat-handlers';
 import { createConversationsHandlers } from './conversations-handlers';
 import { forwardToBus } from './forward-to-bus';
@@ -36,6 +37,8 @@ export type ApiDeps = {
   eventStreamsPerUser: number;
   // The service's: open event streams end on it.
   stopping: AbortSignal;
+  // GRAFANA_URL, for the web UI's trace links and alerts' links; unset: none.
+  grafanaUrl?: string | undefined;
 };
 
 // Express's form of a declared path, relative to /v1, where the router is mounted.
@@ -59,7 +62,8 @@ export function createApiRouter(deps: ApiDeps): Router {
     ...createConversationsHandlers(deps),
     ...createMemoryHandlers(deps),
     ...createKeysHandlers({ ...deps, json }),
-    ...createMeHandlers({ ...deps, json }),
+    ...createMeHandlers({ ...deps, json, grafanaUrl: deps.grafanaUrl }),
+    ...createAlertsHandlers({ bus: deps.bus, json, grafanaUrl: deps.grafanaUrl }),
     ...createDocsHandlers(),
   };
 

@@ -57,6 +57,8 @@ type HarnessOptions = {
   eventStreamsPerUser?: number;
   // A NATS server of the test's own (startPrivateNats), to take down; the machine's otherwise.
   natsUrl?: string;
+  // GRAFANA_URL; unset unless a test sets it.
+  grafanaUrl?: string;
 };
 
 type Stopper = () => unknown;
@@ -151,6 +153,7 @@ async function startHarness(
     },
     corsOrigins: options.corsOrigins ?? [],
     eventStreamsPerUser: options.eventStreamsPerUser ?? 10,
+    grafanaUrl: options.grafanaUrl,
   });
   service.app.use('/v1', router);
   const { port } = await service.start();

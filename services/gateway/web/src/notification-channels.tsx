@@ -43,6 +43,8 @@ const EVENT_LABELS: Record<Exclude<NotificationKind, 'test'>, string> = {
   mission_report: 'Mission reports',
   approval_request: 'Approval requests',
   note: 'Notes from Jarvis',
+  // Only the admin is sent any: Grafana posts them with the admin key.
+  alert: 'Ops alerts (admin)',
 };
 const ALL_EVENTS = Object.keys(EVENT_LABELS);
 

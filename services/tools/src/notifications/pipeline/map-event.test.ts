@@ -157,4 +157,59 @@ describe('mapEvent', () => {
     });
     expect(mapped?.notification.text).toContain('ann@example.com');
   });
+
+  describe('an ops alert', () => {
+    const alert = (
+      status: 'firing' | 'resolved',
+      extra: Partial<Extract<UserEvent, { type: 'ops_alert' }>['alert']> = {},
+    ): UserEvent => ({
+      type: 'ops_alert',
+      occurredAt: AT,
+      alert: {
+        status,
+        name: 'Service down',
+        labels: { alertname: 'Service down', job: 'memory' },
+        summary: 'Service down: memory',
+        description: 'Prometheus cannot scrape memory:8082 for 2 minutes.',
+        startsAt: AT,
+        ...(status === 'resolved' ? { endsAt: '2026-11-28T09:05:00.000Z' } : {}),
+        fingerprint: 'c6eadffa33fcdf37',
+        ...extra,
+      },
+    });
+
+    it('makes a firing one urgent, titled by its summary, told by its description', () => {
+      expect(mapEvent(alert('firing'), 'alert:1', URL_BASE)).toEqual({
+        notification: {
+          eventId: 'alert:1',
+          kind: 'alert',
+          occurredAt: AT,
+          title: '[FIRING] Service down: memory',
+          text: `Prometheus cannot scrape memory:8082 for 2 minutes.\nFiring since ${AT}.`,
+        },
+        isUrgent: true,
+      });
+    });
+
+    it('lets a resolved one wait for quiet hours to end, and says when it ended', () => {
+      const mapped = mapEvent(alert('resolved'), 'alert:2', URL_BASE);
+      expect(mapped?.isUrgent).toBe(false);
+      expect(mapped?.notification.title).toBe('[RESOLVED] Service down: memory');
+      expect(mapped?.notification.text).toContain('Resolved at 2026-11-28T09:05:00.000Z');
+    });
+
+    it("links only where the event says (the install's Grafana), never to the web UI", () => {
+      const url = 'https://jarvis.example.com/grafana/alerting/list';
+      expect(mapEvent(alert('firing', { url }), 'a', URL_BASE)?.notification.url).toBe(url);
+      expect(mapEvent(alert('firing'), 'a', URL_BASE)?.notification.url).toBeUndefined();
+    });
+
+    it('without a summary, is titled by its name and the service its labels name', () => {
+      const bare = alert('firing', { summary: undefined, description: undefined });
+      expect(mapEvent(bare, 'a', undefined)?.notification).toMatchObject({
+        title: '[FIRING] Service down: memory',
+        text: `Service down\nFiring since ${AT}.`,
+      });
+    });
+  });
 });

@@ -1,4 +1,9 @@
-import { type NotificationKind, URGENT_KINDS, type UserEvent } from '@jarvis/contracts';
+import {
+  type NotificationKind,
+  URGENT_KINDS,
+  USER_EVENT_TEXT_MAX_CHARS,
+  type UserEvent,
+} from '@jarvis/contracts';
 import type { Notification } from '../channel';
 
 // What an event tells the user outside the browser, if anything, and whether it goes through
@@ -22,10 +27,11 @@ export function mapEvent(
     kind: NotificationKind,
     title: string,
     text: string,
-    path: string,
+    path: string | undefined,
     extra: Partial<Notification> = {},
+    isUrgent = URGENT_KINDS.includes(kind),
   ): MappedNotification => {
-    const url = link(path);
+    const url = path === undefined ? undefined : link(path);
     return {
       notification: {
         eventId,
@@ -36,7 +42,7 @@ export function mapEvent(
         ...(url ? { url } : {}),
         ...extra,
       },
-      isUrgent: URGENT_KINDS.includes(kind),
+      isUrgent,
     };
   };
   switch (event.type) {
@@ -81,7 +87,40 @@ export function mapEvent(
         { approvalId: approval.id },
       );
     }
+    case 'ops_alert': {
+      const { alert } = event;
+      // A firing alert wakes the admin (a service is down); its all-clear can wait for morning.
+      // The link is the gateway's, into the install's own Grafana, not the web UI.
+      return make(
+        'alert',
+        `[${alert.status.toUpperCase()}] ${alert.summary ?? nameOf(alert)}`,
+        describeAlert(alert),
+        undefined,
+        alert.url ? { url: alert.url } : {},
+        alert.status === 'firing',
+      );
+    }
   }
+}
+
+type OpsAlert = Extract<UserEvent, { type: 'ops_alert' }>['alert'];
+
+// Without a summary, the rule's name and the service it is about, so that two services down are
+// two titles.
+function nameOf(alert: OpsAlert): string {
+  const subject = alert.labels.service ?? alert.labels.job;
+  return subject ? `${alert.name}: ${subject}` : alert.name;
+}
+
+// The rule's description (else its summary, else its name), then since when, and, for one that
+// resolved, until when: the admin reads whether it is still going on.
+function describeAlert(alert: OpsAlert): string {
+  const what = alert.description ?? alert.summary ?? alert.name;
+  const when =
+    alert.status === 'resolved'
+      ? `Resolved at ${alert.endsAt ?? 'an unknown time'}; firing since ${alert.startsAt}.`
+      : `Firing since ${alert.startsAt}.`;
+  return cut(`${what}\n${when}`, USER_EVENT_TEXT_MAX_CHARS);
 }
 
 // The call's arguments as the user reads them to decide: short, one line.

@@ -169,7 +169,7 @@ describe('mapEvent', () => {
         status,
         name: 'Service down',
         labels: { alertname: 'Service down', job: 'memory' },
-        summary: 'Service down: memory',
+        summary: 'memory has been down for 2 minutes.',
         description: 'Prometheus cannot scrape memory:8082 for 2 minutes.',
         startsAt: AT,
         ...(status === 'resolved' ? { endsAt: '2026-11-28T09:05:00.000Z' } : {}),
@@ -178,7 +178,7 @@ describe('mapEvent', () => {
       },
     });
 
-    it('makes a firing one urgent, titled by its summary, told by its description', () => {
+    it('makes a firing one urgent, titled by its rule and service, told by its description', () => {
       expect(mapEvent(alert('firing'), 'alert:1', URL_BASE)).toEqual({
         notification: {
           eventId: 'alert:1',
@@ -204,10 +204,18 @@ describe('mapEvent', () => {
       expect(mapEvent(alert('firing'), 'a', URL_BASE)?.notification.url).toBeUndefined();
     });
 
-    it('without a summary, is titled by its name and the service its labels name', () => {
-      const bare = alert('firing', { summary: undefined, description: undefined });
+    it('tells its summary without a description, and its name without either', () => {
+      const summed = alert('firing', { description: undefined });
+      expect(mapEvent(summed, 'a', undefined)?.notification.text).toBe(
+        `memory has been down for 2 minutes.\nFiring since ${AT}.`,
+      );
+      const bare = alert('firing', {
+        summary: undefined,
+        description: undefined,
+        labels: { alertname: 'Service down' },
+      });
       expect(mapEvent(bare, 'a', undefined)?.notification).toMatchObject({
-        title: '[FIRING] Service down: memory',
+        title: '[FIRING] Service down',
         text: `Service down\nFiring since ${AT}.`,
       });
     });

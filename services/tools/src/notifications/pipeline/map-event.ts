@@ -93,7 +93,7 @@ export function mapEvent(
       // The link is the gateway's, into the install's own Grafana, not the web UI.
       return make(
         'alert',
-        `[${alert.status.toUpperCase()}] ${alert.summary ?? nameOf(alert)}`,
+        `[${alert.status.toUpperCase()}] ${nameOf(alert)}`,
         describeAlert(alert),
         undefined,
         alert.url ? { url: alert.url } : {},
@@ -105,10 +105,10 @@ export function mapEvent(
 
 type OpsAlert = Extract<UserEvent, { type: 'ops_alert' }>['alert'];
 
-// Without a summary, the rule's name and the service it is about, so that two services down are
-// two titles.
+// The rule's name and what it is about, so that two services down are two titles: the service
+// (the label Jarvis's metrics carry, or the scrape job), else the JetStream consumer.
 function nameOf(alert: OpsAlert): string {
-  const subject = alert.labels.service ?? alert.labels.job;
+  const subject = alert.labels.service ?? alert.labels.job ?? alert.labels.consumer;
   return subject ? `${alert.name}: ${subject}` : alert.name;
 }
 

@@ -9,6 +9,7 @@ import { startMissionWorker } from './missions/mission-worker';
 import { registerMissionHandlers, resumeMissions } from './missions/missions-handlers';
 import { registerRunHandlers } from './runs-handlers';
 import type { LoopSettings } from './services/agent-loop';
+import { createAgentMetrics } from './services/agent-metrics';
 import { watchTurnCancellations } from './services/cancel-turn';
 import { watchChatRoute } from './services/chat-route';
 import { startSubmissionSweeper } from './services/submission-sweeper';
@@ -32,7 +33,8 @@ await bootService(
     },
     redis: { url: env.REDIS_URL },
   },
-  async ({ bus, pool, redis, logger }) => {
+  async ({ bus, pool, redis, logger, metrics }) => {
+    const agentMetrics = createAgentMetrics(metrics, pool, logger);
     const queue: WorkQueueOptions = {
       stream: TURNS_STREAM,
       consumer: 'orchestrator',
@@ -103,6 +105,7 @@ await bootService(
       defaults: { maxTokens: env.MISSION_MAX_TOKENS, maxCostUsd: env.MISSION_MAX_COST_USD },
       maxDeliver: env.TURN_MAX_DELIVER,
       leaseMs: env.TURN_ACK_WAIT_MS,
+      metrics: agentMetrics,
     };
     registerMissionHandlers(missions);
     const chatRoute = watchChatRoute({ bus, logger });
@@ -125,6 +128,7 @@ await bootService(
         loop,
         lockLeaseMs: env.TURN_ACK_WAIT_MS,
         maxAttempts: env.TURN_MAX_DELIVER,
+        metrics: agentMetrics,
       },
       queue,
     );

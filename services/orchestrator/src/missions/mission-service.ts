@@ -26,6 +26,7 @@ import {
   setTaskStatus,
 } from '../repositories/missions-repository';
 import type { LoopBudget, LoopSettings } from '../services/agent-loop';
+import type { AgentMetrics } from '../services/agent-metrics';
 import { cutEventText } from '../services/run-turn';
 import type { AgentTool } from '../tools/agent-tool';
 
@@ -42,6 +43,9 @@ export type MissionDeps = {
   maxDeliver: number;
   // How long a running task stays its worker's without a sign of life (the queue's ack wait).
   leaseMs: number;
+  // Counts and times each task's run as a turn of kind mission_task; none in tests that do not
+  // look at them.
+  metrics?: AgentMetrics;
 };
 
 export type CreateMission = z.output<typeof MissionsCreateRequest>;

@@ -226,7 +226,12 @@ async function workOnTask(
     return ack();
   }
   const attempt = await markRunStarted(deps.pool, run.id);
-  const recorder = createStepRecorder(deps.pool, { runId: run.id, userId: task.userId, attempt });
+  const meter = deps.metrics?.startTurn('mission_task', task.userId);
+  const recorder = createStepRecorder(
+    deps.pool,
+    { runId: run.id, userId: task.userId, attempt },
+    meter,
+  );
   const recallStarted = new Date();
   const memories = await recallFor(deps, task.userId, `${task.title}. ${task.brief}`);
   recorder.record({
@@ -306,6 +311,7 @@ async function workOnTask(
       await setTaskStatus(db, task.id, 'failed', { error: info });
     });
   }
+  meter?.end(status);
   await announceMission(deps, mission, { change: 'task_finished', task: { ...task, status } });
   await advanceMission(deps, task.userId, mission.id);
   return ack();

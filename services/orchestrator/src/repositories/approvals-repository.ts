@@ -183,3 +183,12 @@ export async function findStrandedDecisions(
   );
   return rows.map(toApproval);
 }
+
+// Approvals no one has decided yet, of every user: the approvals-waiting gauge reads it at each
+// scrape (the partial index approvals_due holds exactly these rows).
+export async function countPendingApprovals(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ waiting: number }>(
+    `SELECT count(*)::int AS waiting FROM orchestrator.approvals WHERE status = 'pending'`,
+  );
+  return rows[0]?.waiting ?? 0;
+}

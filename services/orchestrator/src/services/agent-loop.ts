@@ -15,6 +15,7 @@ import { type Span, withSpan } from '@jarvis/telemetry';
 import { z } from 'zod';
 import { insertStep, type NewStep, type StepTarget } from '../repositories/steps-repository';
 import { type AgentTool, type ToolContext, ToolInputError } from '../tools/agent-tool';
+import type { TurnMeter } from './agent-metrics';
 import { endToolSpan, executeToolAttributes } from './agent-spans';
 
 export type LoopSettings = {
@@ -102,19 +103,28 @@ export type StepRecorder = {
   // Stores a step beside the run's next move rather than before it: a turn would otherwise wait
   // for a write after its recall and after each model call.
   record(step: NewStep): void;
+  // A risky call its user denied or did not approve in time: never run, so no step to store;
+  // only the turn's metrics count it.
+  recordDenied(tool: string): void;
   // Waits until every step recorded so far is stored; throws the first that could not be.
   // Before a run is marked finished, so a finished run always shows all its steps.
   flush(): Promise<void>;
   count(): number;
 };
 
-// Steps are numbered in the order they happen within one attempt of the run.
-export function createStepRecorder(pool: Pool, target: StepTarget): StepRecorder {
+// Steps are numbered in the order they happen within one attempt of the run. Every step also
+// goes to the turn's meter: the one place that sees each model call, tool call and guardrail.
+export function createStepRecorder(
+  pool: Pool,
+  target: StepTarget,
+  meter?: TurnMeter,
+): StepRecorder {
   let seq = 0;
   let pending: Promise<void>[] = [];
   let failure: unknown;
   return {
     record(step) {
+      meter?.observeStep(step);
       seq += 1;
       pending.push(
         insertStep(pool, target, seq, step).catch((error: unknown) => {
@@ -127,6 +137,9 @@ export function createStepRecorder(pool: Pool, target: StepTarget): StepRecorder
       pending = [];
       await Promise.all(writes);
       if (failure !== undefined) throw failure;
+    },
+    recordDenied(tool) {
+      meter?.observeDeniedCall(tool);
     },
     count: () => seq,
   };
@@ -204,6 +217,7 @@ export async function runAgentLoop(
       let content: string;
       if (decided === 'denied' || decided === 'expired') {
         recordDeniedCall(call, decided);
+        deps.recorder.recordDenied(call.name);
         content = JSON.stringify({
           error:
             decided === 'denied'

@@ -44,6 +44,7 @@ import {
   type StepRecorder,
   TurnCancelled,
 } from './agent-loop';
+import type { AgentMetrics, TurnMeter } from './agent-metrics';
 import {
   invokeAgentAttributes,
   markAgentFailed,
@@ -77,6 +78,9 @@ export type TurnDeps = {
   cancellations: TurnCancellations;
   // Which model is expected to answer, which the context is sized for.
   chatRoute: ChatRoute;
+  // Counts and times turns, their tool calls, guardrails and tokens; none in tests that do not
+  // look at them.
+  metrics?: AgentMetrics;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -172,6 +176,7 @@ async function workOnTurn(
   let cancellation: TurnCancellation | undefined;
   let attempt: number | undefined;
   let recorder: StepRecorder | undefined;
+  const meter = deps.metrics?.startTurn(run.scheduleId ? 'scheduled' : 'chat', run.userId);
   try {
     // Attempts that died with their process (a crash each time) end here, before another.
     if (await isOutOfAttempts(deps, run, run.attempts)) {
@@ -186,13 +191,21 @@ async function workOnTurn(
     attempt = started.status === 'fulfilled' ? started.value : undefined;
     if (watched.status === 'rejected') throw watched.reason;
     if (started.status === 'rejected') throw started.reason;
-    const loop = loopDeps(deps, started.value, run, watched.value.signal, turn.stream === true);
+    const loop = loopDeps(
+      deps,
+      started.value,
+      run,
+      watched.value.signal,
+      turn.stream === true,
+      meter,
+    );
     recorder = loop.recorder;
     const { event, queued } =
       approval && canResume
         ? await resume(deps, loop, run, approval, replyKey)
         : await answer(deps, loop, run, turn.message, replyKey, expected);
     announce(deps.bus, event);
+    meter?.end(event.type === 'done' && event.approval ? 'paused' : 'completed');
     // The turn is acked once what it leaves behind is queued, not before.
     await queued;
     return { type: 'ack' };
@@ -211,6 +224,7 @@ async function workOnTurn(
     // reason to keep the failure from being told.
     await recorder?.flush().catch(() => {});
     if (!isFinal) return { type: 'retry', delayMs: Math.min(1_000 * deliveryCount, 10_000) };
+    meter?.end(error instanceof TurnCancelled ? 'cancelled' : 'failed');
     await announceScheduleResult(deps, run, 'failed', info.message);
     await markRunFailed(deps.pool, run.id, info);
     await storeFailureNote(deps, run, info, replyKey);
@@ -363,12 +377,13 @@ function loopDeps(
   run: Run,
   signal: AbortSignal,
   isStreamed: boolean,
+  meter: TurnMeter | undefined,
 ): LoopDeps {
   return {
     bus: deps.bus,
     tools: deps.tools,
     settings: deps.loop,
-    recorder: createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt }),
+    recorder: createStepRecorder(deps.pool, { runId: run.id, userId: run.userId, attempt }, meter),
     emit: (event: TurnEvent) => announce(deps.bus, event),
     isStreamed,
     signal,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Validates compose.yaml and compose.yaml + compose.prod.yaml with a real Compose parser
+# Validates compose.yaml, compose.yaml + compose.prod.yaml, and each with compose.observability.yaml
+# on top, with a real Compose parser
 # (docker-compose 1.29, Debian's package; no Docker engine needed), then asserts the rules
 # infra/README.md promises on the *rendered* configuration, using python3 + PyYAML (both come
 # with docker-compose). Run from anywhere; `pnpm test` runs it from the repo root.
@@ -35,6 +36,14 @@ prod_cfg=(--env-file .env.prod -f compose.yaml -f compose.prod.yaml)
 docker-compose "${local_cfg[@]}" config >"$tmp/local.yaml" 2>/dev/null || : >"$tmp/local.yaml"
 docker-compose "${prod_cfg[@]}" config >"$tmp/prod.yaml" 2>/dev/null || : >"$tmp/prod.yaml"
 
+# The observability overlay (compose.observability.yaml) requires Grafana's admin password and the
+# admin key it sends alerts with; dummies here, and each one's absence must stop the render.
+obs_env=(env GF_SECURITY_ADMIN_PASSWORD=check-compose-dummy JARVIS_ADMIN_KEY=check-compose-dummy-admin-key-0123456789)
+obs_cfg=(-f compose.yaml -f compose.observability.yaml)
+prod_obs_cfg=(--env-file .env.prod -f compose.yaml -f compose.prod.yaml -f compose.observability.yaml)
+"${obs_env[@]}" docker-compose "${obs_cfg[@]}" config >"$tmp/obs.yaml" 2>/dev/null || : >"$tmp/obs.yaml"
+"${obs_env[@]}" docker-compose "${prod_obs_cfg[@]}" config >"$tmp/prod-obs.yaml" 2>/dev/null || : >"$tmp/prod-obs.yaml"
+
 pass=0
 fail=0
 # check "description" command...: the command's output is appended on success, indented on failure.
@@ -66,6 +75,26 @@ requires_prod_vars() {
   done
 }
 
+# Grafana must never come up with a default password, nor without the key its alerts need: the
+# overlay refuses to render when either is missing (an empty --env-file: a .env that sets them
+# must not hide the guard).
+requires_obs_vars() {
+  local var rc out other
+  : >"$tmp/empty.env"
+  for var in GF_SECURITY_ADMIN_PASSWORD JARVIS_ADMIN_KEY; do
+    # The other one set: the render must fail on this one alone.
+    other=GF_SECURITY_ADMIN_PASSWORD
+    [[ $var == "$other" ]] && other=JARVIS_ADMIN_KEY
+    rc=0
+    out=$(env -u GF_SECURITY_ADMIN_PASSWORD -u JARVIS_ADMIN_KEY "$other=check-compose-dummy-0123456789" \
+      docker-compose --env-file "$tmp/empty.env" "${obs_cfg[@]}" config -q 2>&1) || rc=$?
+    if [[ $rc -eq 0 || $out != *"$var"* ]]; then
+      echo "rendered without $var (rc=$rc): $out"
+      return 1
+    fi
+  done
+}
+
 # Structural assertions on a rendered config: python3 - <assertion> <rendered.yaml>
 cat >"$tmp/assert.py" <<'PY'
 import os, re, sys
@@ -78,7 +107,15 @@ if not services:
     sys.exit("config did not render (see the parse checks above)")
 APP = ["gateway", "orchestrator", "memory", "model-gateway", "tools", "scheduler"]
 ONE_SHOT = {"ollama-pull"}
+# Images with nothing to run a healthcheck with; each one's health is watched another way.
+NO_HEALTHCHECK = {"nats-exporter": "FROM scratch; Prometheus's up{job=\"nats\"} and the service-down alert watch it"}
 errors = []
+
+def raw_services(file):
+    return set((yaml.safe_load(open(file)) or {}).get("services") or {})
+
+# The observability set: what compose.observability.yaml adds, not the Jarvis services it extends.
+OBS = sorted(raw_services("compose.observability.yaml") - raw_services("compose.yaml"))
 
 def published(svc):
     out = []
@@ -102,6 +139,8 @@ if what == "healthchecks":
         if hc:
             if hc.get("disable") or hc.get("test") in (["NONE"], "NONE"):
                 errors.append(f"{name}: healthcheck disabled")
+        elif name in NO_HEALTHCHECK:
+            continue
         elif "build" in svc:
             b = svc["build"]
             df = os.path.join(b["context"], b.get("dockerfile", "Dockerfile"))
@@ -220,6 +259,78 @@ elif what == "prod-routing":
         elif absent:
             errors.append(f"{s}: .env.prod not applied (missing {absent[:3]})")
 
+elif what == "obs-limits":
+    # The observability set within 1.5 GB, on top of the services' 13.75 GB: the 16 GB VPS keeps
+    # some room for the OS. CPU limits are ceilings only: the set never takes a core from ollama
+    # for long, however busy, and they are not summed with the services'.
+    mem = total = cpus = 0.0
+    for name, svc in services.items():
+        lim = ((svc.get("deploy") or {}).get("resources") or {}).get("limits") or {}
+        if name in OBS:
+            if "cpus" not in lim or "memory" not in lim:
+                errors.append(f"{name}: needs deploy.resources.limits.cpus and .memory")
+                continue
+            mem += size(lim["memory"])
+            cpus += float(lim["cpus"])
+        if "memory" in lim:
+            total += size(lim["memory"])
+    if mem > 1.5 * 1024 ** 3:
+        errors.append(f"observability memory limits total {mem / 1024 ** 2:.0f} MiB > 1536 MiB")
+    if total > 16 * 1024 ** 3:
+        errors.append(f"memory limits of everything total {total / 1024 ** 3:.2f} GiB > 16")
+    if not errors:
+        print(f"{len(OBS)} services, {mem / 1024 ** 2:.0f} MiB, {cpus:g} CPUs; all: {total / 1024 ** 3:.2f} GiB")
+
+elif what == "obs-grafana":
+    g = services.get("grafana") or {}
+    env = {k: str(v) for k, v in (g.get("environment") or {}).items()}
+    want = {
+        "GF_AUTH_ANONYMOUS_ENABLED": "false",
+        "GF_USERS_ALLOW_SIGN_UP": "false",
+        "GF_ANALYTICS_REPORTING_ENABLED": "false",
+        "GF_SERVER_SERVE_FROM_SUB_PATH": "true",
+    }
+    for key, value in want.items():
+        if env.get(key, "").lower() != value:
+            errors.append(f"grafana: {key}={env.get(key)!r}, want {value!r}")
+    if not env.get("GF_SERVER_ROOT_URL", "").rstrip("/").endswith("/grafana"):
+        errors.append(f"grafana: GF_SERVER_ROOT_URL {env.get('GF_SERVER_ROOT_URL')!r} is not under /grafana")
+    raw = (yaml.safe_load(open("compose.observability.yaml"))["services"]["grafana"].get("environment") or {})
+    for key in ["GF_SECURITY_ADMIN_PASSWORD", "JARVIS_ADMIN_KEY"]:
+        if not re.fullmatch(r"\$\{" + key + r":\?[^}]*\}", str(raw.get(key, ""))):
+            errors.append(f"grafana: {key} is {raw.get(key)!r}, want ${{{key}:?...}}")
+    labels = g.get("labels") or {}
+    rule = labels.get("traefik.http.routers.grafana.rule", "")
+    if "/grafana" not in rule or labels.get("traefik.enable") != "true":
+        errors.append(f"grafana: no Traefik router on /grafana ({rule!r})")
+    # Traefik orders routers by priority, by default the rule's length: the gateway's catch-all
+    # must not outrank Grafana's, whatever the domain.
+    gw = (services.get("gateway") or {}).get("labels") or {}
+    gw_rule = gw.get("traefik.http.routers.jarvis.rule", "")
+    gw_priority = int(gw.get("traefik.http.routers.jarvis.priority", len(gw_rule)))
+    priority = int(labels.get("traefik.http.routers.grafana.priority", len(rule)))
+    if priority <= max(gw_priority, len("Host(``) && !Path(`/metrics`)") + 253):
+        errors.append(f"grafana router priority {priority} does not outrank the gateway's ({gw_priority}, or a 253-character domain's)")
+    for s in APP:
+        senv = (services.get(s) or {}).get("environment") or {}
+        if senv.get("OTEL_EXPORTER_OTLP_ENDPOINT") != "http://alloy:4318":
+            errors.append(f"{s}: OTEL_EXPORTER_OTLP_ENDPOINT={senv.get('OTEL_EXPORTER_OTLP_ENDPOINT')!r}, want http://alloy:4318")
+    # The NATS exporter reads the monitoring port, which nats must serve.
+    command = (services.get("nats") or {}).get("command") or []
+    if isinstance(command, str):
+        command = command.split()
+    port = command[command.index("-m") + 1] if "-m" in command[:-1] else None
+    exporter = " ".join((services.get("nats-exporter") or {}).get("command") or [])
+    if port is None or f"http://nats:{port}" not in exporter:
+        errors.append(f"nats monitoring port {port!r} and the exporter's command {exporter!r} disagree")
+    # Data on named volumes; what is bound from the host (configs, the Docker socket) read-only.
+    for name in OBS:
+        for v in (services.get(name) or {}).get("volumes") or []:
+            if isinstance(v, dict) and v.get("type") == "bind" and not v.get("read_only"):
+                errors.append(f"{name}: bind mount {v.get('source')} is writable")
+            elif isinstance(v, str) and v.split(":")[0].startswith(("/", ".")) and not v.endswith(":ro"):
+                errors.append(f"{name}: bind mount {v} is writable")
+
 else:
     sys.exit(f"unknown assertion {what}")
 
@@ -260,6 +371,17 @@ check "postgres: shared_buffers of at least 256 MB (local)" assert postgres-memo
 check "prod: postgres shared_buffers within half its memory limit" assert postgres-memory "$tmp/prod.yaml"
 check "prod: Let's Encrypt router on Host(JARVIS_DOMAIN); .env.prod reaches the services but tools" assert prod-routing "$tmp/prod.yaml"
 check "compose builds each service from services/Dockerfile with its own SERVICE and PORT" assert build-args "$tmp/local.yaml"
+check "compose.yaml + compose.observability.yaml parse (Grafana password and admin key set)" "${obs_env[@]}" docker-compose "${obs_cfg[@]}" config -q
+check "compose.yaml + compose.prod.yaml + compose.observability.yaml parse" "${obs_env[@]}" docker-compose "${prod_obs_cfg[@]}" config -q
+check "observability refuses to render without GF_SECURITY_ADMIN_PASSWORD or JARVIS_ADMIN_KEY" requires_obs_vars
+check "observability: only traefik publishes ports, no backend does (local)" assert ports "$tmp/obs.yaml"
+check "observability: only traefik publishes ports, no backend does (prod)" assert ports "$tmp/prod-obs.yaml"
+check "observability: healthchecks (nats-exporter exempt: FROM scratch)" assert healthchecks "$tmp/obs.yaml"
+check "observability: every service restarts unless-stopped" assert restart "$tmp/obs.yaml"
+check "observability: depends_on waits for service_healthy" assert depends "$tmp/obs.yaml"
+check "observability: cpu+memory limits on each, memory within 1.5 GiB; everything within 16 GiB (prod)" assert obs-limits "$tmp/prod-obs.yaml"
+check "observability: Grafana anonymous and sign-up off, password and admin key required, at /grafana above the gateway's router; OTLP to alloy; nats monitor on" assert obs-grafana "$tmp/obs.yaml"
+check "observability (prod): the same for Grafana's router against Host(JARVIS_DOMAIN)" assert obs-grafana "$tmp/prod-obs.yaml"
 check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
 
 echo "compose: $pass passed, $fail failed"

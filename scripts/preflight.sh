@@ -107,6 +107,16 @@ else
     "apt-get install -y --no-install-recommends chromium"
 fi
 
+# The dashboards' test runs Debian's Prometheus and exporters as child processes on free ports.
+for binary in prometheus prometheus-postgres-exporter prometheus-redis-exporter; do
+  if [ -x "/usr/bin/$binary" ]; then
+    ok "/usr/bin/$binary (the dashboards' Prometheus test)"
+  else
+    lack "/usr/bin/$binary (the dashboards' Prometheus test)" \
+      "apt-get install -y --no-install-recommends $binary"
+  fi
+done
+
 if command -v docker-compose >/dev/null 2>&1; then
   ok "docker-compose (the compose files' check)"
 else

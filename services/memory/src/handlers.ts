@@ -24,6 +24,7 @@ import {
   recordExtractionGaveUp,
 } from './services/extract-facts';
 import type { MessageIndexer } from './services/index-messages';
+import type { MemoryMetrics, SearchMode } from './services/memory-metrics';
 import { appendMessage, importMessages } from './services/messages-service';
 import { recallContext } from './services/recall-service';
 import { rememberIfAsked } from './services/remember-command';
@@ -36,7 +37,10 @@ export function registerHandlers(
   indexer: MessageIndexer,
   compaction = DEFAULT_COMPACTION,
   dense?: DenseIndex,
+  metrics?: MemoryMetrics,
 ) {
+  const timed = <T>(mode: SearchMode, search: () => Promise<T>) =>
+    metrics ? metrics.timeSearch(mode, search) : search();
   // Compaction runs off the request path: the reply does not wait for the tail to be measured,
   // and a failure to queue it never fails the write (the next message checks again).
   const compactLater = (userId: string, conversationId: string) =>
@@ -61,13 +65,17 @@ export function registerHandlers(
       void compactLater(request.userId, stored.message.conversationId);
       return stored;
     }),
-    bus.serve(memoryRecall, (request) => recallContext(pool, request, new Date(), dense)),
+    bus.serve(memoryRecall, (request) =>
+      timed('recall', () => recallContext(pool, request, new Date(), dense)),
+    ),
     bus.serve(memoryImport, async (request) => {
       const result = await importMessages(pool, request);
       await compactLater(request.userId, request.conversationId);
       return result;
     }),
-    bus.serve(memorySearch, (request) => searchMemory(pool, request, new Date(), dense)),
+    bus.serve(memorySearch, (request) =>
+      timed('search', () => searchMemory(pool, request, new Date(), dense)),
+    ),
     ...registerHistoryHandlers(bus, pool),
   ];
 }
@@ -78,16 +86,18 @@ export function startCompactionWorker(
   pool: Pool,
   compaction: CompactionSettings,
   queue: WorkQueueOptions,
+  metrics?: MemoryMetrics,
 ) {
   return startWorker(bus, compactionRequested, queue, async (job, delivery) => {
     try {
-      const { isDone } = await compactConversation(
+      const { isDone, summaries } = await compactConversation(
         bus,
         pool,
         compaction,
         job.userId,
         job.conversationId,
       );
+      metrics?.countSummaries(summaries);
       if (!isDone)
         await requestCompactionIfDue(bus, pool, compaction, job.userId, job.conversationId);
       return { type: 'ack' };
@@ -106,12 +116,14 @@ export function startExtractionWorker(
   pool: Pool,
   settings: ExtractionSettings,
   queue: WorkQueueOptions,
+  metrics?: MemoryMetrics,
 ) {
   return startWorker(bus, extractionRequested, queue, async (job, delivery) => {
     try {
       const turn = await readTurn(pool, job);
       if (turn) await writeEpisode(pool, job, turn);
-      await extractFacts(bus, pool, settings, job, turn);
+      const outcomes = await extractFacts(bus, pool, settings, job, turn);
+      for (const outcome of outcomes) metrics?.countExtraction(outcome);
       return { type: 'ack' };
     } catch (error) {
       const isLast = delivery.deliveryCount >= queue.maxDeliver;
@@ -123,6 +135,7 @@ export function startExtractionWorker(
         return { type: 'retry', delayMs: Math.min(15_000 * delivery.deliveryCount, 120_000) };
       }
       await recordExtractionGaveUp(pool, job, error);
+      metrics?.countExtraction('failed');
       return { type: 'drop' };
     }
   });

@@ -16,6 +16,7 @@ import { registerForgetHandlers } from './forget-handlers';
 import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
 import { startDenseIndexer } from './services/dense-index';
 import { DEFAULT_INDEXER, startMessageIndexer } from './services/index-messages';
+import { createMemoryMetrics } from './services/memory-metrics';
 import { loadItems } from './services/search-service';
 import { startSparseReembed } from './services/sparse-reembed';
 import { configureVectorSearch } from './vector-search-settings';
@@ -35,7 +36,8 @@ await bootService(
       configure: configureVectorSearch,
     },
   },
-  async ({ bus, pool, logger }) => {
+  async ({ bus, pool, logger, metrics }) => {
+    const memoryMetrics = createMemoryMetrics(metrics, pool, logger);
     const compaction = {
       triggerTokens: env.SUMMARY_TRIGGER_TOKENS,
       keepTokens: env.SUMMARY_KEEP_TOKENS,
@@ -65,19 +67,26 @@ await bootService(
     });
     const dense = startDenseIndexer(bus, pool, loadItems);
     const reembed = startSparseReembed(pool, logger);
-    registerHandlers(bus, pool, indexer, compaction, dense);
+    registerHandlers(bus, pool, indexer, compaction, dense, memoryMetrics);
     registerFileHandlers(bus, pool);
     registerDocumentHandlers(bus, pool);
     registerFactHandlers(bus, pool);
     registerForgetHandlers(bus, pool);
     registerExportHandlers(bus, pool);
     registerEpisodeHandlers(bus, pool, { modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS });
-    const compactionWorker = await startCompactionWorker(bus, pool, compaction, compactionQueue);
+    const compactionWorker = await startCompactionWorker(
+      bus,
+      pool,
+      compaction,
+      compactionQueue,
+      memoryMetrics,
+    );
     const extractionWorker = await startExtractionWorker(
       bus,
       pool,
       { modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS },
       extractionQueue,
+      memoryMetrics,
     );
 
     // Drain the workers and indexers before the bus and the pool close, so work in hand

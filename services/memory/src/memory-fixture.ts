@@ -1,7 +1,7 @@
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { migrate, type Pool } from '@jarvis/db';
-import { createLogger } from '@jarvis/telemetry';
+import { createLogger, type Metrics } from '@jarvis/telemetry';
 import {
   startTestDatabase,
   type TestDatabase,
@@ -14,6 +14,7 @@ import {
   type MessageIndexer,
   startMessageIndexer,
 } from './services/index-messages';
+import { createMemoryMetrics, type MemoryMetrics } from './services/memory-metrics';
 import { configureVectorSearch } from './vector-search-settings';
 
 type Register = (bus: Bus, pool: Pool) => { unsubscribe(): void }[];
@@ -23,6 +24,8 @@ export type MemoryFixture = {
   // Requests go out on this one; the handlers answer on their own connection, as across services.
   clientBus: Bus;
   indexer: MessageIndexer;
+  // On the registry the fixture was given, if any: what its handlers count and time.
+  metrics: MemoryMetrics | undefined;
   // The count(*) (or any single `count` column) a query answers.
   countRows(sql: string, params: unknown[]): Promise<number>;
   stop(): Promise<void>;
@@ -36,6 +39,7 @@ export async function startMemoryFixture(
   register: Register[] = [],
   indexerSettings?: IndexerSettings,
   databaseOptions: TestDatabaseOptions = {},
+  registry?: Metrics,
 ): Promise<MemoryFixture> {
   const db = await startTestDatabase(databaseOptions);
   const logger = createLogger('test', 'silent');
@@ -49,9 +53,10 @@ export async function startMemoryFixture(
   const serverBus = await connectTestBus(namespace);
   const clientBus = await connectTestBus(namespace);
   const indexer = startMessageIndexer(db.pool, logger, indexerSettings);
+  const metrics = registry && createMemoryMetrics(registry, db.pool, logger);
   const subscriptions = [
     ...register.flatMap((registerMore) => registerMore(serverBus, db.pool)),
-    ...registerHandlers(serverBus, db.pool, indexer),
+    ...registerHandlers(serverBus, db.pool, indexer, undefined, undefined, metrics),
   ];
   // A request published before the server's SUB reached NATS would find no responders.
   await serverBus.nc.flush();
@@ -59,6 +64,7 @@ export async function startMemoryFixture(
     db,
     clientBus,
     indexer,
+    metrics,
     async countRows(sql, params) {
       const { rows } = await db.pool.query<{ count: string }>(sql, params);
       return Number(rows[0]?.count ?? 0);

@@ -26,6 +26,7 @@ import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { readTerms } from '../repositories/terms-repository';
 import { invalidateFact, storeFact } from './facts-service';
+import type { ExtractionOutcome } from './memory-metrics';
 import { parseRememberCommand } from './remember-command';
 import { searchMemory } from './search-service';
 
@@ -129,18 +130,19 @@ export async function readTurn(
 
 // Looks for facts worth keeping in one finished turn and applies them. Throws only when the
 // model or the database cannot be reached, so the job is tried again later; an unusable answer
-// is recorded as failed instead.
+// is recorded as failed instead. Returns what it did, for the metrics: nothing when the turn was
+// already done (a redelivery).
 export async function extractFacts(
   bus: Bus,
   pool: Pool,
   settings: ExtractionSettings,
   job: ExtractionRequested,
   turn: TurnTexts | undefined,
-): Promise<void> {
-  if (await hasExtraction(pool, job.runId)) return;
+): Promise<ExtractionOutcome[]> {
+  if (await hasExtraction(pool, job.runId)) return [];
   if (!turn) {
     await recordOutcome(pool, job, 'skipped', 'the messages of the turn are gone');
-    return;
+    return ['skipped'];
   }
   const userText = turn.request.content;
   const replyText = turn.reply.content;
@@ -159,7 +161,7 @@ export async function extractFacts(
   const [saidTerms = [], ...knownTerms] = await readTerms(pool, [said, ...knownTexts]);
   if (!hasSomethingNew(saidTerms, knownTerms)) {
     await recordOutcome(pool, job, 'skipped', 'nothing new');
-    return;
+    return ['skipped'];
   }
 
   const prompt: ChatMessage[] = [
@@ -173,9 +175,10 @@ export async function extractFacts(
       'fact extraction gave an unusable answer twice; skipping the turn',
     );
     await recordOutcome(pool, job, 'failed', `unusable model answer: ${answer.problem}`);
-    return;
+    return ['failed'];
   }
-  await applyOperations(pool, job, answer.operations, similar, recalled);
+  const applied = await applyOperations(pool, job, answer.operations, similar, recalled);
+  return applied.map((operation) => (operation.ignored ? 'noop' : operation.op));
 }
 
 // The last delivery failed too: leave a trace of why this turn has no extraction.
@@ -326,8 +329,8 @@ async function applyOperations(
   operations: FactOperation[],
   similar: KnownItem[],
   recalled: KnownItem[],
-): Promise<void> {
-  await withTransaction(pool, async (db) => {
+): Promise<AppliedOperation[]> {
+  return withTransaction(pool, async (db) => {
     const isFirst = await insertExtraction(db, {
       runId: job.runId,
       userId: job.userId,
@@ -335,7 +338,7 @@ async function applyOperations(
       operations: [],
       reason: null,
     });
-    if (!isFirst) return;
+    if (!isFirst) return [];
     const context: ApplyContext = {
       db,
       userId: job.userId,
@@ -346,6 +349,7 @@ async function applyOperations(
     const applied: AppliedOperation[] = [];
     for (const operation of operations) applied.push(await applyOperation(context, operation));
     await setExtractionOperations(db, job.runId, applied);
+    return applied;
   });
 }
 

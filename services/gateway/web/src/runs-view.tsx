@@ -12,6 +12,9 @@ import {
   StatusBadge,
 } from './components';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from './format';
+import { RunTimeline } from './run-timeline';
+import { traceExploreUrl } from './trace-link';
+import { useMe } from './use-me';
 import { useResource } from './use-resource';
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'waiting_approval', 'completed', 'failed'];
@@ -44,6 +47,8 @@ export function RunDetailView({ id }: { id: string }) {
   const run = useResource(id, () =>
     client.get<RunsGetResponse>(`/v1/runs/${encodeURIComponent(id)}`),
   );
+  // The install's Grafana, if it has one: the trace id becomes a link there.
+  const grafanaUrl = useMe().data?.grafanaUrl;
   if (!run.data) {
     return (
       <section class="page">
@@ -67,6 +72,19 @@ export function RunDetailView({ id }: { id: string }) {
               detail.traceId ? (
                 <span class="trace">
                   <code>{detail.traceId}</code> <CopyButton text={detail.traceId} />
+                  {grafanaUrl ? (
+                    <a
+                      class="trace-link"
+                      href={traceExploreUrl(grafanaUrl, detail.traceId, {
+                        from: detail.startedAt ?? detail.createdAt,
+                        to: detail.finishedAt,
+                      })}
+                      target="_blank"
+                      rel="noopener noreferrer"
+                    >
+                      Open trace in Grafana
+                    </a>
+                  ) : null}
                 </span>
               ) : (
                 '—'
@@ -96,6 +114,7 @@ export function RunDetailView({ id }: { id: string }) {
       </div>
       <h2>Steps</h2>
       {detail.steps.length === 0 ? <p class="empty">No steps recorded.</p> : null}
+      <RunTimeline steps={detail.steps} />
       <ol class="cards steps" aria-label="Steps">
         {detail.steps.map((step) => (
           <li key={step.id} class={`card step step-${step.status}`}>

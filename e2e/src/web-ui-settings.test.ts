@@ -172,6 +172,7 @@ describe('the Settings page', () => {
       'Failures of scheduled work',
       'Mission reports',
       'Notes from Jarvis',
+      'Ops alerts (admin)',
     ]) {
       await form.getByLabel(kind).uncheck();
     }

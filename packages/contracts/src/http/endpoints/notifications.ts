@@ -141,7 +141,7 @@ export const NOTIFICATIONS_ENDPOINTS: Endpoint[] = [
     path: '/v1/notifications/settings',
     summary: 'Set or clear your quiet hours',
     description:
-      'quietHours {start, end} as HH:MM in your time zone (start after end spans midnight), or null. Reminders, approval requests and tests go through; the rest waits until quiet hours end.',
+      'quietHours {start, end} as HH:MM in your time zone (start after end spans midnight), or null. Reminders, approval requests, firing alerts and tests go through; the rest waits until quiet hours end.',
     tag: 'notifications',
     auth: 'user',
     body: json(SettingsBody),

@@ -27,9 +27,11 @@ function readSettings(): Set<string> {
     for (const match of read(source).matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm))
       names.add(match[1] ?? '');
   }
-  for (const compose of ['compose.yaml', 'compose.prod.yaml']) {
+  for (const compose of ['compose.yaml', 'compose.prod.yaml', 'compose.observability.yaml']) {
     for (const match of read(compose).matchAll(/\$\{([A-Z][A-Z0-9_]+)/g)) names.add(match[1] ?? '');
   }
+  // Compose's own: which files make up the stack (the observability overlay is turned on with it).
+  names.add('COMPOSE_FILE');
   return names;
 }
 

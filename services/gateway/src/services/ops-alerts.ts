@@ -17,7 +17,7 @@ type OpsAlertEvent = Extract<UserEvent, { type: 'ops_alert' }>;
 // status. Grafana sends the same alert again on a retry and with every repeat of its group; the
 // same id is stored once by the stream within its duplicate window, and delivered once per
 // channel by the tools service (its deliveries are unique by event id) at any time after.
-export function alertEventId(alert: GrafanaAlert): string {
+function alertEventId(alert: GrafanaAlert): string {
   const startsAt = new Date(alert.startsAt).toISOString();
   return `alert:${alert.fingerprint}:${startsAt}:${alert.status}`;
 }
@@ -57,7 +57,7 @@ function visibleLabels(labels: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(labels).filter(([name]) => !name.startsWith('__')));
 }
 
-export function toOpsAlertEvent(alert: GrafanaAlert, grafanaUrl: string | undefined) {
+function toOpsAlertEvent(alert: GrafanaAlert, grafanaUrl: string | undefined) {
   const isResolved = alert.status === 'resolved';
   const endsAt = isResolved ? alert.endsAt : undefined;
   const url = alertLink(alert.generatorURL, grafanaUrl);

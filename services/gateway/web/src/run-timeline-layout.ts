@@ -3,7 +3,7 @@ import type { RunStep } from '@jarvis/contracts';
 // Where each step of a run sits on its timeline, as percentages of the run's span: from the first
 // step's start to the last one's end. Pure, so it is unit-tested; the view draws the bars.
 
-export type TimelineBar = {
+type TimelineBar = {
   step: RunStep;
   // Milliseconds from the first step's start.
   offsetMs: number;

@@ -3,6 +3,7 @@ import { bootService } from '@jarvis/service-kit';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import { startEngine } from './services/engine';
+import { createSchedulerMetrics } from './services/scheduler-metrics';
 import { ensureSystemSchedules } from './services/system-jobs';
 
 const env = loadEnv();
@@ -18,7 +19,7 @@ await bootService(
       migrations: new URL('../migrations', import.meta.url),
     },
   },
-  async ({ bus, pool, logger }) => {
+  async ({ bus, pool, logger, metrics }) => {
     // Before the first delivery publishes a schedule_fired event to it.
     await ensureUserEventStream(bus);
     registerHandlers({
@@ -37,7 +38,7 @@ await bootService(
     await ensureSystemSchedules(pool);
     // Started once the bus and the migrated pool are there: its first tick is the catch-up.
     const engine = startEngine(
-      { bus, pool, logger },
+      { bus, pool, logger, metrics: createSchedulerMetrics(metrics) },
       {
         leaseMs: env.SCHEDULER_LEASE_MS,
         concurrency: env.SCHEDULER_DELIVERY_CONCURRENCY,

@@ -19,6 +19,7 @@ import {
 import { registerHandlers } from './handlers';
 import { type Engine, type EngineSettings, startEngine } from './services/engine';
 import type { ScheduleLimits } from './services/schedule-service';
+import type { SchedulerMetrics } from './services/scheduler-metrics';
 
 // The defaults of env.ts.
 const DEFAULT_LIMITS: ScheduleLimits = {
@@ -45,7 +46,8 @@ export type SchedulerFixture = {
   // Requests go out on this one; the handlers answer on their own connection, as across services.
   clientBus: Bus;
   // An engine with a bus and pool of its own, as a scheduler replica has; stopped by stop().
-  startEngine(settings?: Partial<EngineSettings>): Promise<Engine>;
+  // With `metrics`, it counts its occurrences there.
+  startEngine(settings?: Partial<EngineSettings>, metrics?: SchedulerMetrics): Promise<Engine>;
   // The count(*) (or any single `count` column) a query answers.
   countRows(sql: string, params?: unknown[]): Promise<number>;
   // Every message of a user's conversation (default: the persistent one), as memory tells it.
@@ -110,11 +112,11 @@ export async function startSchedulerFixture(
       db,
       namespace,
       clientBus,
-      async startEngine(settings = {}) {
+      async startEngine(settings = {}, metrics) {
         const bus = await connectTestBus(namespace);
         const pool = createPool({ url: db.url, applicationName: 'scheduler-test', max: 4 });
         const engine = startEngine(
-          { bus, pool, logger: createLogger('scheduler-test', 'silent') },
+          { bus, pool, logger: createLogger('scheduler-test', 'silent'), metrics },
           { ...TEST_ENGINE_SETTINGS, ...settings },
         );
         await bus.nc.flush();

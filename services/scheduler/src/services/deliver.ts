@@ -7,6 +7,7 @@ import { postponeRun, type RunOutcome, type RunRecord } from '../repositories/ru
 import type { ScheduleRecord, StoredSchedule } from '../repositories/schedules-repository';
 import type { RunFinisher } from './run-finisher';
 import { dueAt, toScheduleRun } from './schedule-views';
+import type { SchedulerMetrics } from './scheduler-metrics';
 import { runSystemJob } from './system-jobs';
 import { isTransient } from './transient-error';
 
@@ -17,7 +18,13 @@ import { isTransient } from './transient-error';
 // message id. Notifications will hook in here, after the action. A system job (no user) is
 // delivered here too, under the same lease and retry rules, and tells no user.
 
-export type DeliveryDeps = { bus: Bus; pool: Pool; logger: Logger };
+export type DeliveryDeps = {
+  bus: Bus;
+  pool: Pool;
+  logger: Logger;
+  // Counts each occurrence as it ends; none in tests that do not look at it.
+  metrics?: SchedulerMetrics;
+};
 // What deliver() needs besides: the engine's one finisher, which writes runs finished together.
 type Delivery = DeliveryDeps & { finisher: RunFinisher };
 
@@ -151,6 +158,7 @@ async function settleFailure(
   // never told of a run that a delivery repeated after a crash then fired (one message id per
   // run would keep that second event out).
   const failed = await deps.finisher.finish(run.id, { status: 'failed', reason }, now);
+  if (failed) deps.metrics?.countRun(failed, schedule);
   if (failed && schedule.userId !== null) {
     await announceRun(deps.bus, schedule, failed, schedule.conversationId);
   }
@@ -174,7 +182,8 @@ export async function deliver(
       await settleFailure(deps, run, schedule, error, signal);
       return;
     }
-    await deps.finisher.finish(run.id, { status: 'fired', reason }, new Date());
+    const fired = await deps.finisher.finish(run.id, { status: 'fired', reason }, new Date());
+    if (fired) deps.metrics?.countRun(fired, schedule);
     return;
   }
   let produced: Produced;
@@ -202,7 +211,9 @@ export async function deliver(
   // Before the run is marked fired: a crash in between delivers again, and the event's message
   // id keeps the stream from holding it twice.
   await announceRun(deps.bus, schedule, fired, produced.conversationId);
-  await deps.finisher.finish(run.id, outcome, finishedAt);
+  // Counted only by the delivery that marked it (not one repeated after a crash).
+  const marked = await deps.finisher.finish(run.id, outcome, finishedAt);
+  if (marked) deps.metrics?.countRun(marked, schedule);
 }
 
 // Tells the user how an occurrence ended, whatever the outcome (run.status: fired, failed,

@@ -230,6 +230,7 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
       if (stopping.signal.aborted) return;
       const { locked, claimed, finished } = await claimDue(deps, settings, now);
       enqueue(claimed);
+      for (const { run, schedule } of finished) deps.metrics?.countRun(run, schedule);
       // After the claim commits, never for runs it might not write. A crash before this loses
       // these events (the runs' history keeps them); a fired run's event is told before the run
       // is marked, so it is not lost.

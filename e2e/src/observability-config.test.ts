@@ -48,29 +48,22 @@ const yamlFiles = (folder: string) =>
     .filter((name) => /\.ya?ml$/.test(name))
     .map((name) => `${folder}/${name}`);
 
-// Grafana expands $VAR and ${VAR} in provisioning files from its environment; $$ is a literal $.
-// What a file means once Grafana has read it, given the variables its container gets.
-function expandProvisioning(text: string, env: Record<string, string>): string {
-  return text.replace(/\$\$|\$\{([^}]+)\}|\$([A-Za-z_]\w*)/g, (match, braced, bare) => {
-    if (match === '$$') return '$';
-    return env[braced ?? bare] ?? '';
-  });
-}
+// Grafana expands $VAR and ${VAR} in the values of provisioning files from its environment ($$ is
+// a literal $), but not in an alert rule's annotations nor its queries' models, which it reads raw
+// (templates such as {{ $labels.job }} live there, and PromQL).
+const RAW_IN_ALERTING = new Set(['annotations', 'model']);
+const ENV_REFERENCE = /\$\$|\$\{([^}]+)\}|\$([A-Za-z_]\w*)/g;
 
-// The environment variables a provisioning file expands (each must reach the grafana container):
-// Grafana expands the values it reads, not comments.
-function provisioningVariables(text: string): string[] {
-  const values: string[] = [];
-  const collect = (value: Json) => {
-    if (typeof value === 'string') values.push(value);
-    else if (Array.isArray(value)) value.forEach(collect);
-    else if (isObject(value)) Object.values(value).forEach(collect);
-  };
-  collect(parse(text) as Json);
-  return values.flatMap((value) =>
-    [...value.replace(/\$\$/g, '').matchAll(/\$\{([^}]+)\}|\$([A-Za-z_]\w*)/g)].map(
-      (match) => match[1] ?? match[2] ?? '',
-    ),
+// A parsed provisioning file as Grafana means it: each expanded value passed to `expand`.
+function mapExpandedValues(value: Json, raw: Set<string>, expand: (text: string) => string): Json {
+  if (typeof value === 'string') return expand(value);
+  if (Array.isArray(value)) return value.map((item) => mapExpandedValues(item, raw, expand));
+  if (!isObject(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [
+      key,
+      raw.has(key) ? item : mapExpandedValues(item, raw, expand),
+    ]),
   );
 }
 
@@ -79,11 +72,22 @@ function grafanaEnvironment(): Record<string, string> {
   return compose.services.grafana.environment;
 }
 
-function readProvisioning(folder: string): { file: string; text: string; doc: Json }[] {
-  const env = Object.fromEntries(Object.keys(grafanaEnvironment()).map((key) => [key, `<${key}>`]));
+// Each file of a provisioning folder as Grafana reads it (a variable its container gets becomes
+// <NAME>), with the variables it expands.
+function readProvisioning(folder: string): { file: string; doc: Json; variables: string[] }[] {
+  const env = grafanaEnvironment();
+  const raw = folder === 'alerting' ? RAW_IN_ALERTING : new Set<string>();
   return yamlFiles(`${PROVISIONING}/${folder}`).map((file) => {
-    const text = read(file);
-    return { file, text, doc: parse(expandProvisioning(text, env)) as Json };
+    const variables: string[] = [];
+    const doc = mapExpandedValues(parse(read(file)) as Json, raw, (text) =>
+      text.replace(ENV_REFERENCE, (match, braced?: string, bare?: string) => {
+        if (match === '$$') return '$';
+        const name = braced ?? bare ?? '';
+        variables.push(name);
+        return name in env ? `<${name}>` : '';
+      }),
+    );
+    return { file, doc, variables };
   });
 }
 
@@ -298,8 +302,8 @@ describe('provisioned datasources', () => {
   it('expand only variables Grafana is given, with every literal $ escaped', () => {
     const env = grafanaEnvironment();
     for (const folder of ['datasources', 'dashboards', 'alerting']) {
-      for (const { file, text } of readProvisioning(folder)) {
-        const missing = provisioningVariables(text).filter((name) => !(name in env));
+      for (const { file, variables } of readProvisioning(folder)) {
+        const missing = variables.filter((name) => !(name in env));
         expect(missing, file).toEqual([]);
       }
     }
@@ -387,6 +391,16 @@ describe('alerting', () => {
         rule.uid,
       ).toContain(rule.condition);
     }
+  });
+
+  it('writes annotation templates as Grafana reads them: raw, so $labels without a $$ escape', () => {
+    const annotations = readProvisioning('alerting').flatMap(({ doc }) =>
+      [...objects(doc)].flatMap((node) =>
+        isObject(node.annotations) ? Object.values(node.annotations).map(String) : [],
+      ),
+    );
+    expect(annotations.length).toBeGreaterThanOrEqual(rules.length);
+    expect(annotations.filter((text) => text.includes('$$'))).toEqual([]);
   });
 
   it('queries Loki, if at all, only on the labels the collector sets', () => {

@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { catchBusError, connectTestBus, sendRaw } from '@jarvis/bus/testing';
 import { type ToolRisk, toolsInvoke, toolsList } from '@jarvis/contracts';
+import { createMetrics } from '@jarvis/telemetry';
 import { uniqueNamespace } from '@jarvis/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerHandlers } from './handlers';
 import { type Tool, ToolRegistry } from './registry';
+import { createToolsMetrics, type ToolsMetrics } from './tools-metrics';
 
 type Tools = { client: Bus; close(): Promise<void> };
 
@@ -16,11 +18,11 @@ afterEach(async () => {
 });
 
 // One namespace per registry: two registries serving one subject would share its queue group.
-async function serveRegistry(registry: ToolRegistry): Promise<Tools> {
+async function serveRegistry(registry: ToolRegistry, metrics?: ToolsMetrics): Promise<Tools> {
   const namespace = uniqueNamespace('tools');
   const server = await connectTestBus(namespace);
   const client = await connectTestBus(namespace);
-  const subscriptions = registerHandlers(server, registry);
+  const subscriptions = registerHandlers(server, registry, metrics);
   await server.nc.flush();
   const tools = {
     client,
@@ -229,5 +231,39 @@ describe('tools.invoke', () => {
     });
     // Still serving.
     expect(await client.request(toolsList, {})).toMatchObject({ tools: expect.any(Array) });
+  });
+});
+
+describe('tool execution metrics', () => {
+  it('count each call of a tool by its status; a name no tool has is no series', async () => {
+    const registry = createMetrics('tools-test');
+    const tools = new ToolRegistry();
+    tools.register(queryTool('lookup'));
+    tools.register(
+      queryTool('broken', 'safe', async () => {
+        throw new Error('out of order');
+      }),
+    );
+    const { client } = await serveRegistry(tools, createToolsMetrics(registry));
+    const call = (name: string) =>
+      client.request(toolsInvoke, {
+        userId: USER_ID,
+        name,
+        arguments: { query: 'q' },
+        timeoutMs: 2_000,
+      });
+
+    await call('lookup');
+    await call('lookup');
+    await catchBusError(call('broken'));
+    await catchBusError(call('made-up'));
+
+    const text = await registry.registry.metrics();
+    const service = 'service="tools-test"';
+    expect(text).toContain(`jarvis_tool_executions_total{tool="lookup",status="ok",${service}} 2`);
+    expect(text).toContain(
+      `jarvis_tool_executions_total{tool="broken",status="internal",${service}} 1`,
+    );
+    expect(text).not.toContain('made-up');
   });
 });

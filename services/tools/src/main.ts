@@ -18,6 +18,7 @@ import { registerTelegramHandlers } from './notifications/telegram/link-handlers
 import { createTelegramSender } from './notifications/telegram/sender';
 import { startTelegram } from './notifications/telegram/start-telegram';
 import { ToolRegistry } from './registry';
+import { createToolsMetrics } from './tools-metrics';
 import { createWebFetchTool } from './web/web-fetch';
 
 const env = loadEnv();
@@ -46,7 +47,8 @@ await bootService(
     // Telegram turns count against the same Redis windows as POST /v1/chat.
     redis: { url: env.REDIS_URL },
   },
-  async ({ bus, pool, redis, logger }) => {
+  async ({ bus, pool, redis, logger, metrics }) => {
+    const toolsMetrics = createToolsMetrics(metrics);
     // One guard for every user-given destination: web_fetch's pages and the channels' servers.
     const guard = createOutboundGuard(env.OUTBOUND_ALLOWED_HOSTS);
     // Before anything reads a channel: a bad JARVIS_SECRET_KEY stops the start with its reason.
@@ -74,6 +76,7 @@ await bootService(
       sendTimeoutMs: env.NOTIFY_SEND_TIMEOUT_MS,
       maxAttempts: env.NOTIFY_MAX_ATTEMPTS,
       retry: RETRY,
+      metrics: toolsMetrics,
     };
 
     const registry = new ToolRegistry();
@@ -84,8 +87,10 @@ await bootService(
         timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
       }),
     );
-    registry.register(createNotifyTool({ bus, pool, perHour: env.NOTIFY_PER_HOUR }));
-    registerHandlers(bus, registry);
+    registry.register(
+      createNotifyTool({ bus, pool, perHour: env.NOTIFY_PER_HOUR, metrics: toolsMetrics }),
+    );
+    registerHandlers(bus, registry, toolsMetrics);
     registerSettingsHandlers({
       bus,
       pool,

@@ -2,15 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, BusError } from '@jarvis/bus';
 import { type Pool, withTransaction } from '@jarvis/db';
 import type { Tool } from '../registry';
+import type { ToolsMetrics } from '../tools-metrics';
 import { countRecentNotes, lockUserNotes } from './pipeline/deliveries-repository';
 import { cut } from './pipeline/map-event';
-import { publishDeliveries, storeNotification } from './pipeline/pipeline';
+import { countHeld, publishDeliveries, storeNotification } from './pipeline/pipeline';
 
 type NotifyToolDeps = {
   bus: Bus;
   pool: Pool;
   // Notes one user's agent may send in an hour (NOTIFY_PER_HOUR).
   perHour: number;
+  metrics?: ToolsMetrics;
 };
 
 type NotifyArgs = { text: string; title?: string; urgent: boolean };
@@ -75,6 +77,7 @@ export function createNotifyTool(deps: NotifyToolDeps): Tool<NotifyArgs> {
           urgent,
         );
       });
+      if (stored.isHeld) countHeld(deps.metrics, stored.channels);
       await publishDeliveries(deps.bus, stored.toPublish);
       if (stored.channels.length === 0) {
         return {

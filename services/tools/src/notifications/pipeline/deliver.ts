@@ -1,6 +1,7 @@
 import type { ChannelType } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import type { Logger } from '@jarvis/telemetry';
+import type { ToolsMetrics } from '../../tools-metrics';
 import { type ChannelSender, type SecretBox, SendError, type StoredChannel } from '../channel';
 import { getChannel } from '../channels-repository';
 import {
@@ -27,6 +28,8 @@ export type DeliverDeps = {
   // Attempts before a delivery is recorded as failed (NOTIFY_MAX_ATTEMPTS).
   maxAttempts: number;
   retry: RetrySettings;
+  // Counts each attempt's outcome; none in tests that do not look at it.
+  metrics?: ToolsMetrics;
 };
 
 // What became of one look at a delivery.
@@ -61,6 +64,7 @@ export async function deliver(
   const failure = await attempt(deps, delivery, sendTimeoutMs);
   if (!failure) {
     await markSent(deps.pool, delivery.id);
+    deps.metrics?.countDelivery(delivery.channel, 'sent');
     return { status: 'sent' };
   }
   const maxAttempts = options.maxAttempts ?? deps.maxAttempts;
@@ -70,6 +74,7 @@ export async function deliver(
         ? `gave up after ${delivery.attempts} attempts: ${failure.message}`
         : failure.message;
     await markFailed(deps.pool, delivery.id, error);
+    deps.metrics?.countDelivery(delivery.channel, 'failed');
     return { status: 'failed', error };
   }
   const retryInMs = Math.max(
@@ -77,6 +82,7 @@ export async function deliver(
     Math.min(failure.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS),
   );
   await markRetrying(deps.pool, delivery.id, failure.message, new Date(Date.now() + retryInMs));
+  deps.metrics?.countDelivery(delivery.channel, 'retried');
   return { status: 'retrying', error: failure.message };
 }
 

@@ -18,6 +18,7 @@ import {
 } from '@jarvis/contracts';
 import type { Queryable } from '@jarvis/db';
 import { z } from 'zod';
+import type { ToolsMetrics } from '../../tools-metrics';
 import type { Notification } from '../channel';
 import { listChannels } from '../channels-repository';
 import { getSettings } from '../settings-repository';
@@ -118,30 +119,38 @@ async function queueEvent(
 ): Promise<void> {
   const mapped = mapEvent(event, eventId, deps.publicUrl);
   if (!mapped || !Id.safeParse(userId).success) return;
-  const { toPublish } = await storeNotification(
+  const { channels, toPublish, isHeld } = await storeNotification(
     deps.pool,
     userId,
     mapped.notification,
     mapped.isUrgent,
   );
+  if (isHeld) countHeld(deps.metrics, channels);
   await publishDeliveries(deps.bus, toPublish);
 }
 
+// Deliveries stored to wait for the end of quiet hours, counted once their rows are committed. An
+// event seen again (redelivered after a crash) counts its held deliveries again: rare enough.
+export function countHeld(metrics: ToolsMetrics | undefined, channels: ChannelType[]): void {
+  for (const channel of channels) metrics?.countDelivery(channel, 'held');
+}
+
 // Inserts the deliveries of a notification to every channel of the user subscribed to its
-// kind, held until quiet hours end unless it is urgent. Answers the channels it goes to, and the
-// deliveries to publish once the rows are committed (a worker looking earlier finds none).
+// kind, held until quiet hours end unless it is urgent. Answers the channels it goes to, the
+// deliveries to publish once the rows are committed (a worker looking earlier finds none), and
+// whether they are held.
 export async function storeNotification(
   db: Queryable,
   userId: string,
   notification: Notification,
   isUrgent: boolean,
-): Promise<{ channels: ChannelType[]; toPublish: DueDelivery[] }> {
+): Promise<{ channels: ChannelType[]; toPublish: DueDelivery[]; isHeld: boolean }> {
   // Listed without their secrets: storing a delivery needs none, and a channel whose secrets do
   // not open must fail its own deliveries, not stop the user's events from being read.
   const channels = (await listChannels(db, userId)).filter(
     (channel) => channel.isConfirmed && channel.events.includes(notification.kind),
   );
-  if (channels.length === 0) return { channels: [], toPublish: [] };
+  if (channels.length === 0) return { channels: [], toPublish: [], isHeld: false };
   const settings = await getSettings(db, userId);
   const heldUntil =
     isUrgent || !settings.quietHours
@@ -159,6 +168,7 @@ export async function storeNotification(
   return {
     channels: channels.map((channel) => channel.type),
     toPublish: stored.filter((delivery) => delivery.status === 'queued'),
+    isHeld: heldUntil !== undefined,
   };
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorBody } from '@jarvis/contracts';
-import type { Logger, Metrics } from '@jarvis/telemetry';
+import { jarvisTracer, type Logger, type Metrics } from '@jarvis/telemetry';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Histogram } from 'prom-client';
@@ -184,9 +184,7 @@ function traceRequests(options: ServiceOptions) {
     const requestId = randomUUID();
     res.setHeader('x-request-id', requestId);
     const parent = propagation.extract(context.active(), req.headers);
-    const span = trace
-      .getTracer('jarvis')
-      .startSpan(`${req.method}`, { kind: SpanKind.SERVER }, parent);
+    const span = jarvisTracer().startSpan(`${req.method}`, { kind: SpanKind.SERVER }, parent);
     // The trace to look up in Tempo (and in the logs) for everything this request caused.
     res.setHeader('x-trace-id', span.spanContext().traceId);
     const started = process.hrtime.bigint();

@@ -68,7 +68,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   return { stop: () => sdk.shutdown() };
 }
 
-const tracer = () =>
+// Every span Jarvis makes comes from this tracer, which names the conventions its spans follow.
+export const jarvisTracer = () =>
   trace.getTracerProvider().getTracer('jarvis', undefined, { schemaUrl: GEN_AI_SCHEMA_URL });
 
 export type SpanOptions = {
@@ -88,7 +89,7 @@ export async function withSpan<T>(
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   const parent = options.isRoot ? ROOT_CONTEXT : (options.parent ?? context.active());
-  return tracer().startActiveSpan(
+  return jarvisTracer().startActiveSpan(
     name,
     {
       kind: options.kind ?? SpanKind.INTERNAL,

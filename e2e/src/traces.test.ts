@@ -1,0 +1,242 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ChatResponse, RunsGetResponse } from '@jarvis/contracts';
+import {
+  type FakeLlmRequest,
+  isTurnRequest,
+  type OtlpReceiver,
+  type ReceivedSpan,
+  type StackFixture,
+  sentMessages,
+  spanTree,
+  startOtlpReceiver,
+  startStackFixture,
+  waitFor,
+} from '@jarvis/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The pinned GenAI semantic conventions, as the services' tracer names them (packages/telemetry).
+const SCHEMA_URL = 'https://opentelemetry.io/schemas/1.37.0';
+const SERVICES_ON_THE_PATH = ['gateway', 'orchestrator', 'memory', 'model-gateway', 'tools'];
+// Words only the user's message and the page hold: neither may reach a span unless the install
+// turns content capture on.
+const SECRET_WORD = 'Zanzibar';
+
+// One turn through the whole stack, with every service exporting its spans over OTLP/HTTP in
+// JSON to a receiver this test runs: the fake model asks for web_fetch (run by the tools
+// service against a page served here), then answers. The turn is one trace, with the GenAI
+// conventions' span names and attributes, linked parent to child across NATS.
+describe('traces', () => {
+  let fixture: StackFixture;
+  let receiver: OtlpReceiver;
+  let key: string;
+  let site: Server;
+  let siteUrl: string;
+
+  const offeredTools = (request: FakeLlmRequest | undefined): string[] => {
+    const body = request?.body;
+    if (typeof body !== 'object' || body === null || !('tools' in body)) return [];
+    if (!Array.isArray(body.tools)) return [];
+    return body.tools.map((tool: { function?: { name?: string } }) => tool.function?.name ?? '');
+  };
+
+  const chat = async (message: string) => {
+    const response = await fixture.chat(key, { message });
+    expect(response.status).toBe(200);
+    return ChatResponse.parse(await response.json());
+  };
+
+  beforeAll(async () => {
+    site = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(
+        `<html><head><title>Ferry</title></head><body><p>${SECRET_WORD} ferry at 9.</p></body></html>`,
+      );
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    receiver = await startOtlpReceiver();
+    fixture = await startStackFixture({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_LOG_LEVEL: 'debug',
+      // The query is embedded on recall, so the turn's trace has an embeddings span.
+      MODEL_ROUTE_EMBED: 'openai/fake-embed',
+    });
+    key = (await fixture.createUser('tracy')).apiKey;
+    fixture.fake.onChat((request) => {
+      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
+      const results = sentMessages(request).filter((message) => message.role === 'tool').length;
+      return results === 0
+        ? { toolCalls: [{ name: 'web_fetch', arguments: { url: `${siteUrl}/ferry` } }] }
+        : { content: 'The ferry leaves at 9.' };
+    });
+    // The services start side by side: the orchestrator picks up the tools service's list on a
+    // later try. Warm-up turns call no tool until web_fetch is offered.
+    await waitFor(
+      async () => {
+        const response = await fixture.chat(key, { message: 'Are you there?' });
+        await response.body?.cancel();
+        const last = fixture.fake.chatRequests().filter(isTurnRequest).at(-1);
+        return offeredTools(last).includes('web_fetch');
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: 'web_fetch to be offered to the model' },
+    );
+    // Memory embeds a query only once it has read model-gateway's embed route, which it does
+    // in the background; its first embeddings (of the messages above) show it has.
+    await receiver.waitForSpans(
+      (spans) => spans.some((span) => span.name === 'embeddings fake-embed'),
+      { timeoutMs: 45_000 },
+    );
+  });
+
+  afterAll(async () => {
+    await fixture?.close();
+    await receiver?.close();
+    site?.closeAllConnections();
+    await new Promise((resolve) => site?.close(resolve));
+  });
+
+  it('makes one trace of a turn with a tool call, across every service on its path', async () => {
+    const reply = await chat(`When does the ${SECRET_WORD} ferry leave? Check the timetable.`);
+    expect(reply.reply.content).toBe('The ferry leaves at 9.');
+
+    const isTurnAgent = (span: ReceivedSpan) =>
+      span.name === 'invoke_agent' && span.attributes['jarvis.run.id'] === reply.runId;
+    // Complete once the turn's spans are in and every span of its trace has its parent there:
+    // the services export in batches, each on its own clock.
+    const spans = await receiver.waitForSpans(
+      (all) => {
+        const agent = all.find(isTurnAgent);
+        if (!agent) return false;
+        const trace = all.filter((span) => span.traceId === agent.traceId);
+        const ids = new Set(trace.map((span) => span.spanId));
+        const names = new Set(trace.map((span) => span.name));
+        return (
+          ['execute_tool web_fetch', 'retrieval', 'embeddings fake-embed'].every((name) =>
+            names.has(name),
+          ) &&
+          trace.filter((span) => span.name === 'chat fake-chat').length >= 2 &&
+          SERVICES_ON_THE_PATH.every((service) => trace.some((span) => span.service === service)) &&
+          trace.some((span) => span.service === 'gateway' && !span.parentSpanId) &&
+          trace.every((span) => !span.parentSpanId || ids.has(span.parentSpanId))
+        );
+      },
+      { timeoutMs: 45_000 },
+    );
+    const agent = spans.find(isTurnAgent) as ReceivedSpan;
+    const trace = spans.filter((span) => span.traceId === agent.traceId);
+    console.log(`the turn's trace, ${trace.length} spans:\n${spanTree(trace)}`);
+
+    const byId = new Map(trace.map((span) => [span.spanId, span]));
+    const ancestorsOf = (span: ReceivedSpan): ReceivedSpan[] => {
+      const chain: ReceivedSpan[] = [];
+      for (let at = span.parentSpanId && byId.get(span.parentSpanId); at; ) {
+        chain.push(at);
+        at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined;
+      }
+      return chain;
+    };
+    const descends = (span: ReceivedSpan, from: ReceivedSpan) =>
+      ancestorsOf(span).some((ancestor) => ancestor.spanId === from.spanId);
+
+    // One trace: a single root (the gateway's request), every other span's parent in it; the
+    // run records the same trace.
+    const roots = trace.filter((span) => !span.parentSpanId);
+    expect(roots.map((span) => `${span.name} [${span.service}]`)).toEqual(['POST /chat [gateway]']);
+    const run = await fetch(`${fixture.stack.gatewayUrl}/v1/runs/${reply.runId}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(RunsGetResponse.parse(await run.json()).run.traceId).toBe(agent.traceId);
+
+    // Every service on the path, named as the issue fixes.
+    const services = new Set(trace.map((span) => span.service));
+    for (const service of SERVICES_ON_THE_PATH) expect(services).toContain(service);
+
+    expect(agent.service).toBe('orchestrator');
+    expect(agent.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'jarvis',
+      'gen_ai.conversation.id': reply.conversationId,
+      'jarvis.run.id': reply.runId,
+    });
+    expect(agent.schemaUrl).toBe(SCHEMA_URL);
+
+    // The turn's own model calls (the one that asked for the tool, the one that answered): each
+    // chat <- handle (model-gateway) <- request (orchestrator) <- invoke_agent. Fact extraction,
+    // queued by the turn, makes another one further down the same trace.
+    const chats = trace.filter((span) => {
+      if (span.name !== 'chat fake-chat') return false;
+      const [handle, request, caller] = ancestorsOf(span);
+      return (
+        handle?.service === 'model-gateway' &&
+        request?.service === 'orchestrator' &&
+        caller?.spanId === agent.spanId
+      );
+    });
+    expect(chats).toHaveLength(2);
+    for (const span of chats) {
+      expect(span.service).toBe('model-gateway');
+      expect(span.schemaUrl).toBe(SCHEMA_URL);
+      expect(span.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'fake-chat',
+        'gen_ai.usage.input_tokens': expect.any(Number),
+        'gen_ai.usage.output_tokens': expect.any(Number),
+        'jarvis.usage.cost_usd': expect.any(Number),
+      });
+    }
+    expect(chats.map((span) => span.attributes['gen_ai.response.finish_reasons'])).toEqual([
+      ['tool_calls'],
+      ['stop'],
+    ]);
+
+    const tool = trace.find((span) => span.name === 'execute_tool web_fetch') as ReceivedSpan;
+    expect(tool.service).toBe('orchestrator');
+    expect(descends(tool, agent)).toBe(true);
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'web_fetch',
+      'gen_ai.tool.call.id': expect.any(String),
+      'gen_ai.tool.type': 'function',
+      'jarvis.tool.status': 'ok',
+    });
+    // The tools service did the fetch, as a child of the call, across NATS.
+    expect(trace.filter((span) => span.service === 'tools' && descends(span, tool))).not.toEqual(
+      [],
+    );
+
+    const retrieval = trace.find((span) => span.name === 'retrieval') as ReceivedSpan;
+    expect(retrieval.parentSpanId).toBe(agent.spanId);
+    expect(retrieval.attributes).toMatchObject({
+      'gen_ai.operation.name': 'retrieval',
+      'gen_ai.data_source.id': 'jarvis-memory',
+      'jarvis.retrieval.items': expect.any(Number),
+      'jarvis.retrieval.recent': expect.any(Number),
+    });
+    expect(trace.some((span) => span.service === 'memory' && descends(span, retrieval))).toBe(true);
+    // Recall embeds the query: memory asks model-gateway, within the retrieval.
+    const embeddings = trace.filter(
+      (span) => span.name === 'embeddings fake-embed' && descends(span, retrieval),
+    );
+    expect(embeddings).not.toEqual([]);
+    expect(embeddings[0]?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'embeddings',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'fake-embed',
+    });
+
+    // Content capture is off by default: neither the message nor the page is in any span.
+    expect(JSON.stringify(trace)).not.toContain(SECRET_WORD);
+  });
+
+  it('answers an export in protobuf 415: the receiver reads JSON only', async () => {
+    const response = await fetch(`${receiver.url}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf' },
+      body: new Uint8Array([10, 0]),
+    });
+    expect(response.status).toBe(415);
+  });
+});

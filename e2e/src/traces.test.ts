@@ -59,7 +59,6 @@ describe('traces', () => {
     fixture = await startStackFixture({
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_LOG_LEVEL: 'debug',
       // The query is embedded on recall, so the turn's trace has an embeddings span.
       MODEL_ROUTE_EMBED: 'openai/fake-embed',
     });

@@ -160,6 +160,7 @@ describe('upgrading a database from the previous release', () => {
         '007_reply_in_memory.sql',
         '008_mission_idempotency.sql',
         '009_run_schedule.sql',
+        '010_mission_trace.sql',
       ],
       memory: ['014_import_batches.sql', '015_postgres_terms.sql', '016_episode_paths.sql'],
       model_gateway: [],

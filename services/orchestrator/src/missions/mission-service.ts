@@ -9,7 +9,7 @@ import {
   missionWork,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
-import type { Logger } from '@jarvis/telemetry';
+import { activeSpanContext, type Logger } from '@jarvis/telemetry';
 import { v5 as uuidv5 } from 'uuid';
 import type { z } from 'zod';
 import {
@@ -117,6 +117,7 @@ export async function createMission(
       maxTokens: request.maxTokens ?? deps.defaults.maxTokens,
       maxCostUsd: request.maxCostUsd ?? deps.defaults.maxCostUsd,
       idempotencyKey,
+      trace: activeSpanContext(),
     });
     if (inserted && request.tasks) await insertTasks(db, mission, withIds(request.tasks));
     return inserted;

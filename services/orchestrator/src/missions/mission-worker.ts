@@ -13,11 +13,12 @@ import {
   modelChat,
 } from '@jarvis/contracts';
 import { withTransaction } from '@jarvis/db';
-import { activeTraceId } from '@jarvis/telemetry';
+import { activeTraceId, JARVIS, linkTo, type Span, withSpan } from '@jarvis/telemetry';
 import { z } from 'zod';
 import {
   claimTask,
   findMission,
+  findMissionTrace,
   insertTasks,
   listTasks,
   lockMission,
@@ -37,6 +38,7 @@ import {
 } from '../repositories/runs-repository';
 import { recordRunTotals } from '../repositories/steps-repository';
 import { createStepRecorder, ModelFailure, runAgentLoop } from '../services/agent-loop';
+import { invokeAgentAttributes, markAgentFailed } from '../services/agent-spans';
 import { describeNow } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
 import { jsonSchemaOf } from '../tools/agent-tool';
@@ -201,6 +203,9 @@ async function runTask(
   }
 }
 
+// A task is a turn of its own: its invoke_agent span starts a trace (the run records it), linked
+// to the span its mission was started in, so a task's trace stays the size of a turn's while
+// the mission's tasks can still be found from it.
 async function workOnTask(
   deps: MissionDeps,
   mission: StoredMission,
@@ -208,11 +213,35 @@ async function workOnTask(
   tasks: StoredTask[],
   deliveryCount: number,
 ): Promise<Outcome> {
+  const started = await findMissionTrace(deps.pool, mission.id);
+  return withSpan(
+    'invoke_agent',
+    {
+      isRoot: true,
+      links: linkTo(started.traceId, started.spanId),
+      attributes: invokeAgentAttributes(
+        { userId: task.userId, conversationId: mission.conversationId },
+        { missionId: mission.id, taskId: task.id },
+      ),
+    },
+    (span) => runTaskTurn(deps, mission, task, tasks, deliveryCount, span),
+  );
+}
+
+async function runTaskTurn(
+  deps: MissionDeps,
+  mission: StoredMission,
+  task: StoredTask,
+  tasks: StoredTask[],
+  deliveryCount: number,
+  span: Span,
+): Promise<Outcome> {
   const run = await ensureTaskRun(
     deps.pool,
     { ...task, conversationId: mission.conversationId },
     activeTraceId(),
   );
+  span.setAttribute(JARVIS.runId, run.id);
   await setTaskRun(deps.pool, task.id, run.id);
   if (run.status === 'completed' || run.status === 'failed') {
     // The run ended but the crash came before the task heard of it: only a run an earlier
@@ -305,6 +334,7 @@ async function workOnTask(
     await recorder.flush().catch(() => {});
     if (!(error instanceof ModelFailure) && deliveryCount < deps.maxDeliver) throw error;
     const info = describeFailure(error);
+    markAgentFailed(span, info.code);
     status = 'failed';
     await withTransaction(deps.pool, async (db) => {
       await markRunFailed(db, run.id, info);

@@ -114,6 +114,8 @@ export type NewMission = {
   maxTokens: number;
   maxCostUsd: number;
   idempotencyKey: string | undefined;
+  // The span the mission was started in, which its tasks' traces link to.
+  trace: { traceId: string; spanId: string } | undefined;
 };
 
 // False when a mission of the same user and idempotency key is already there (a retry, or a
@@ -122,8 +124,8 @@ export async function insertMission(db: Queryable, mission: NewMission): Promise
   const { rowCount } = await db.query(
     `INSERT INTO orchestrator.missions
        (id, user_id, conversation_id, objective, status, created_by, source_run_id, max_tokens,
-        max_cost_usd, idempotency_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        max_cost_usd, idempotency_key, trace_id, span_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT DO NOTHING`,
     [
       mission.id,
@@ -136,9 +138,23 @@ export async function insertMission(db: Queryable, mission: NewMission): Promise
       mission.maxTokens,
       mission.maxCostUsd,
       mission.idempotencyKey ?? null,
+      mission.trace?.traceId ?? null,
+      mission.trace?.spanId ?? null,
     ],
   );
   return rowCount === 1;
+}
+
+// The span a mission was started in, when it was kept; by id alone, as the workers address it.
+export async function findMissionTrace(
+  db: Queryable,
+  id: string,
+): Promise<{ traceId: string | null; spanId: string | null }> {
+  const { rows } = await db.query<{ trace_id: string | null; span_id: string | null }>(
+    'SELECT trace_id, span_id FROM orchestrator.missions WHERE id = $1',
+    [id],
+  );
+  return { traceId: rows[0]?.trace_id ?? null, spanId: rows[0]?.span_id ?? null };
 }
 
 export type NewTask = {

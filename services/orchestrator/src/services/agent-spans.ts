@@ -8,7 +8,8 @@ const MEMORY_DATA_SOURCE = 'jarvis-memory';
 
 export type ToolStatus = 'ok' | 'error' | 'denied';
 
-type AgentRun = { id: string; userId: string; conversationId: string };
+// A mission's task knows its run only once inside its span (the run records the span's trace).
+type AgentRun = { id?: string; userId: string; conversationId: string };
 
 // invoke_agent: a turn, or a mission's task, from its start to its outcome.
 export function invokeAgentAttributes(
@@ -19,7 +20,7 @@ export function invokeAgentAttributes(
     [GEN_AI.operation]: 'invoke_agent',
     [GEN_AI.agentName]: AGENT_NAME,
     [GEN_AI.conversationId]: run.conversationId,
-    [JARVIS.runId]: run.id,
+    ...(run.id === undefined ? {} : { [JARVIS.runId]: run.id }),
     [JARVIS.userId]: run.userId,
     ...(mission ? { [JARVIS.missionId]: mission.missionId, [JARVIS.taskId]: mission.taskId } : {}),
   };

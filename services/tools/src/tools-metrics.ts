@@ -3,9 +3,9 @@ import { Counter, type Metrics } from '@jarvis/telemetry';
 
 // sent: the channel took it; failed: given up (not retryable, or out of attempts); retried: an
 // attempt failed and another is planned; held: stored to wait for the end of quiet hours.
-export type DeliveryStatus = 'sent' | 'failed' | 'retried' | 'held';
+type DeliveryStatus = 'sent' | 'failed' | 'retried' | 'held';
 // ok, or the error code the caller got (timeout, internal, not_found, invalid_request, ...).
-export type ExecutionStatus = string;
+type ExecutionStatus = string;
 
 export type ToolsMetrics = {
   countDelivery(channel: ChannelType, status: DeliveryStatus): void;

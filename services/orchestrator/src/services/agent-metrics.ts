@@ -10,10 +10,10 @@ import {
 import { countPendingApprovals } from '../repositories/approvals-repository';
 import type { NewStep } from '../repositories/steps-repository';
 
-export type TurnKind = 'chat' | 'mission_task' | 'scheduled';
+type TurnKind = 'chat' | 'mission_task' | 'scheduled';
 // How a turn ended; `paused` is a turn that now waits for its user's approval (it ends later,
 // once resumed).
-export type TurnEnd = 'completed' | 'failed' | 'cancelled' | 'paused';
+type TurnEnd = 'completed' | 'failed' | 'cancelled' | 'paused';
 
 // One stretch of a turn's work, from the moment it may run to its end or pause: its steps (the
 // step recorder hands each one over) and how it ended.

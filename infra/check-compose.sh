@@ -95,6 +95,38 @@ requires_obs_vars() {
   done
 }
 
+# Prometheus's own parser on what Grafana and Prometheus will run: the scrape configuration, and
+# the PromQL of the alert rules and of Tempo's trace-to-metrics links (as recording rules, the
+# form promtool checks; Grafana's $$ is a $, and $__tags the span's service).
+promtool_checks() {
+  if ! command -v promtool >/dev/null 2>&1; then
+    echo "promtool not found. Install it: apt-get install -y prometheus"
+    return 1
+  fi
+  local out
+  out=$(promtool check config --syntax-only infra/observability/prometheus/prometheus.yml 2>&1) ||
+    { echo "$out"; return 1; }
+  python3 - "$tmp/promql-rules.yaml" <<'PROMQL' || return 1
+import sys, yaml
+base = "infra/observability/grafana/provisioning"
+exprs = []
+for group in (yaml.safe_load(open(f"{base}/alerting/rules.yaml")) or {}).get("groups") or []:
+    for rule in group.get("rules") or []:
+        for query in rule.get("data") or []:
+            if query.get("datasourceUid") == "prometheus":
+                exprs.append((rule["uid"], query["model"]["expr"]))
+for ds in (yaml.safe_load(open(f"{base}/datasources/datasources.yaml")) or {}).get("datasources") or []:
+    for query in ((ds.get("jsonData") or {}).get("tracesToMetrics") or {}).get("queries") or []:
+        exprs.append((query["name"], query["query"].replace("$$", "$").replace("$__tags", 'service="x"')))
+if len(exprs) < 5:
+    sys.exit(f"only {len(exprs)} PromQL queries found")
+rules = [{"record": f"check:query_{i}", "expr": expr} for i, (_, expr) in enumerate(exprs)]
+yaml.safe_dump({"groups": [{"name": "check", "rules": rules}]}, open(sys.argv[1], "w"))
+PROMQL
+  out=$(promtool check rules "$tmp/promql-rules.yaml" 2>&1) || { echo "$out"; return 1; }
+  echo "$(promtool --version 2>&1 | head -1 | awk '{print $3}')"
+}
+
 # Structural assertions on a rendered config: python3 - <assertion> <rendered.yaml>
 cat >"$tmp/assert.py" <<'PY'
 import os, re, sys
@@ -387,6 +419,7 @@ check "observability: depends_on waits for service_healthy (service_started for 
 check "observability: cpu+memory limits on each, memory within 1.5 GiB; everything within 16 GiB (prod)" assert obs-limits "$tmp/prod-obs.yaml"
 check "observability: Grafana anonymous and sign-up off, password and admin key required, at /grafana above the gateway's router; OTLP to alloy; nats monitor on" assert obs-grafana "$tmp/obs.yaml"
 check "observability (prod): the same for Grafana's router against Host(JARVIS_DOMAIN)" assert obs-grafana "$tmp/prod-obs.yaml"
+check "observability: prometheus.yml, and the PromQL of alert rules and Tempo's metric links, pass promtool" promtool_checks
 check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
 
 echo "compose: $pass passed, $fail failed"

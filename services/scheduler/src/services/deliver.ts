@@ -1,7 +1,14 @@
 import { type Bus, BusError, publishUserEvent } from '@jarvis/bus';
 import { memoryAppend, orchestratorMissionsCreate, turnSubmit } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
-import type { Logger } from '@jarvis/telemetry';
+import {
+  GEN_AI,
+  JARVIS,
+  type Logger,
+  type Span,
+  SpanStatusCode,
+  withSpan,
+} from '@jarvis/telemetry';
 import { v5 as uuidv5 } from 'uuid';
 import { postponeRun, type RunOutcome, type RunRecord } from '../repositories/runs-repository';
 import type { ScheduleRecord, StoredSchedule } from '../repositories/schedules-repository';
@@ -135,7 +142,7 @@ async function performWithRetries(
 // A delivery that did not take effect: tried again later while the service may come back within
 // the grace window, failed for good otherwise.
 async function settleFailure(
-  deps: Delivery,
+  deps: Delivery & { span?: Span },
   run: RunRecord,
   schedule: StoredSchedule,
   error: unknown,
@@ -154,6 +161,8 @@ async function settleFailure(
   }
   const reason = error instanceof BusError ? `${error.code}: ${error.message}` : 'internal error';
   deps.logger.warn({ err: error, runId: run.id }, 'delivery failed');
+  deps.span?.setAttribute(GEN_AI.errorType, error instanceof BusError ? error.code : 'internal');
+  deps.span?.setStatus({ code: SpanStatusCode.ERROR });
   // Marked first, told after: only the delivery that finished the run tells it, so a failure is
   // never told of a run that a delivery repeated after a crash then fired (one message id per
   // run would keep that second event out).
@@ -165,9 +174,33 @@ async function settleFailure(
 }
 
 // Delivers one claimed run. `signal` ends retries when the process stops: the run is then left
-// to its lease.
-export async function deliver(
+// to its lease. Each delivery is a fire_schedule span that starts a trace of its own (the timer
+// that woke the engine may have been set inside another request's), and the turn or mission it
+// submits continues that trace.
+export function deliver(
   deps: Delivery,
+  run: RunRecord,
+  schedule: StoredSchedule,
+  signal: AbortSignal,
+): Promise<void> {
+  return withSpan(
+    'fire_schedule',
+    {
+      isRoot: true,
+      attributes: {
+        [JARVIS.scheduleId]: schedule.id,
+        [JARVIS.scheduleActionType]: schedule.userId === null ? 'system' : schedule.action.type,
+        [JARVIS.scheduleLatenessMs]: Math.max(Date.now() - run.scheduledFor.getTime(), 0),
+        'jarvis.schedule.run.id': run.id,
+        'jarvis.schedule.attempt': run.attempts,
+      },
+    },
+    (span) => deliverInSpan({ ...deps, span }, run, schedule, signal),
+  );
+}
+
+async function deliverInSpan(
+  deps: Delivery & { span: Span },
   run: RunRecord,
   schedule: StoredSchedule,
   signal: AbortSignal,

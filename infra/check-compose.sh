@@ -348,6 +348,11 @@ elif what == "obs-grafana":
     priority = int(labels.get("traefik.http.routers.grafana.priority", len(rule)))
     if priority <= max(gw_priority, len("Host(``) && !Path(`/metrics`)") + 253):
         errors.append(f"grafana router priority {priority} does not outrank the gateway's ({gw_priority}, or a 253-character domain's)")
+    # The gateway links runs and alerts into this Grafana: the same address as its root URL.
+    root = env.get("GF_SERVER_ROOT_URL", "").replace("%(domain)s", env.get("GF_SERVER_DOMAIN", ""))
+    gateway_url = str(((services.get("gateway") or {}).get("environment") or {}).get("GRAFANA_URL"))
+    if gateway_url.rstrip("/") != root.rstrip("/"):
+        errors.append(f"gateway GRAFANA_URL {gateway_url!r} is not Grafana's root URL {root!r}")
     for s in APP:
         senv = (services.get(s) or {}).get("environment") or {}
         if senv.get("OTEL_EXPORTER_OTLP_ENDPOINT") != "http://alloy:4318":
@@ -417,7 +422,7 @@ check "observability: healthchecks (but nats-exporter, FROM scratch, and tempo, 
 check "observability: every service restarts unless-stopped" assert restart "$tmp/obs.yaml"
 check "observability: depends_on waits for service_healthy (service_started for what has no healthcheck)" assert depends "$tmp/obs.yaml"
 check "observability: cpu+memory limits on each, memory within 1.5 GiB; everything within 16 GiB (prod)" assert obs-limits "$tmp/prod-obs.yaml"
-check "observability: Grafana anonymous and sign-up off, password and admin key required, at /grafana above the gateway's router; OTLP to alloy; nats monitor on" assert obs-grafana "$tmp/obs.yaml"
+check "observability: Grafana anonymous and sign-up off, password and admin key required, at /grafana above the gateway's router, which links there; OTLP to alloy; nats monitor on" assert obs-grafana "$tmp/obs.yaml"
 check "observability (prod): the same for Grafana's router against Host(JARVIS_DOMAIN)" assert obs-grafana "$tmp/prod-obs.yaml"
 check "observability: prometheus.yml, and the PromQL of alert rules and Tempo's metric links, pass promtool" promtool_checks
 check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles

@@ -1,6 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ChatResponse, RunsGetResponse } from '@jarvis/contracts';
+import {
+  ChatResponse,
+  MissionResponse,
+  RunsGetResponse,
+  ScheduleResponse,
+} from '@jarvis/contracts';
 import {
   type FakeLlmRequest,
   isTurnRequest,
@@ -22,6 +27,17 @@ const SERVICES_ON_THE_PATH = ['gateway', 'orchestrator', 'memory', 'model-gatewa
 // turns content capture on.
 const SECRET_WORD = 'Zanzibar';
 
+// A span's ancestors within its trace, nearest first.
+function ancestorsIn(trace: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan[] {
+  const byId = new Map(trace.map((candidate) => [candidate.spanId, candidate]));
+  const chain: ReceivedSpan[] = [];
+  for (let at = span.parentSpanId && byId.get(span.parentSpanId); at; ) {
+    chain.push(at);
+    at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined;
+  }
+  return chain;
+}
+
 // One turn through the whole stack, with every service exporting its spans over OTLP/HTTP in
 // JSON to a receiver this test runs: the fake model asks for web_fetch (run by the tools
 // service against a page served here), then answers. The turn is one trace, with the GenAI
@@ -38,6 +54,15 @@ describe('traces', () => {
     if (typeof body !== 'object' || body === null || !('tools' in body)) return [];
     if (!Array.isArray(body.tools)) return [];
     return body.tools.map((tool: { function?: { name?: string } }) => tool.function?.name ?? '');
+  };
+
+  const api = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
   };
 
   const chat = async (message: string) => {
@@ -127,15 +152,7 @@ describe('traces', () => {
     const trace = spans.filter((span) => span.traceId === agent.traceId);
     console.log(`the turn's trace, ${trace.length} spans:\n${spanTree(trace)}`);
 
-    const byId = new Map(trace.map((span) => [span.spanId, span]));
-    const ancestorsOf = (span: ReceivedSpan): ReceivedSpan[] => {
-      const chain: ReceivedSpan[] = [];
-      for (let at = span.parentSpanId && byId.get(span.parentSpanId); at; ) {
-        chain.push(at);
-        at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined;
-      }
-      return chain;
-    };
+    const ancestorsOf = (span: ReceivedSpan) => ancestorsIn(trace, span);
     const descends = (span: ReceivedSpan, from: ReceivedSpan) =>
       ancestorsOf(span).some((ancestor) => ancestor.spanId === from.spanId);
 
@@ -228,6 +245,93 @@ describe('traces', () => {
 
     // Content capture is off by default: neither the message nor the page is in any span.
     expect(JSON.stringify(trace)).not.toContain(SECRET_WORD);
+  });
+
+  it('continues a schedule firing into the turn it submits, in one trace', async () => {
+    const created = await api('POST', '/v1/schedules', {
+      kind: 'once',
+      at: new Date(Date.now() + 1_000).toISOString(),
+      action: { type: 'prompt', instruction: 'Brief me on the ferries.' },
+    });
+    expect(created.status).toBe(201);
+    const { schedule } = ScheduleResponse.parse(created.body);
+
+    const firingOf = (all: ReceivedSpan[]) =>
+      all.find(
+        (span) =>
+          span.name === 'fire_schedule' && span.attributes['jarvis.schedule.id'] === schedule.id,
+      );
+    const spans = await receiver.waitForSpans(
+      (all) => {
+        const firing = firingOf(all);
+        return (
+          firing !== undefined &&
+          all.some((span) => span.name === 'invoke_agent' && span.traceId === firing.traceId)
+        );
+      },
+      { timeoutMs: 45_000 },
+    );
+    const firing = firingOf(spans) as ReceivedSpan;
+    const trace = spans.filter((span) => span.traceId === firing.traceId);
+    console.log(`a schedule's firing, ${trace.length} spans:\n${spanTree(trace)}`);
+    expect(firing.service).toBe('scheduler');
+    expect(firing.parentSpanId).toBeUndefined();
+    expect(firing.attributes).toMatchObject({
+      'jarvis.schedule.action_type': 'prompt',
+      'jarvis.schedule.lateness_ms': expect.any(Number),
+    });
+    const agent = trace.find((span) => span.name === 'invoke_agent') as ReceivedSpan;
+    expect(ancestorsIn(trace, agent).map((span) => span.spanId)).toContain(firing.spanId);
+    const runId = String(agent.attributes['jarvis.run.id']);
+    const run = RunsGetResponse.parse((await api('GET', `/v1/runs/${runId}`)).body).run;
+    expect(run.traceId).toBe(firing.traceId);
+  });
+
+  it("runs a mission's task in a trace of its own, linked to where the mission started", async () => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}/v1/missions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        objective: 'Check the ferry timetable',
+        tasks: [{ title: 'Read it', brief: 'Read the timetable.' }],
+      }),
+    });
+    expect(response.status).toBe(202);
+    const startedIn = response.headers.get('x-trace-id');
+    const { mission } = MissionResponse.parse(await response.json());
+
+    const taskOf = (all: ReceivedSpan[]) =>
+      all.find(
+        (span) =>
+          span.name === 'invoke_agent' && span.attributes['jarvis.mission.id'] === mission.id,
+      );
+    const spans = await receiver.waitForSpans((all) => taskOf(all) !== undefined, {
+      timeoutMs: 45_000,
+    });
+    const task = taskOf(spans) as ReceivedSpan;
+    const trace = spans.filter((span) => span.traceId === task.traceId);
+    console.log(`a mission's task, ${trace.length} spans:\n${spanTree(trace)}`);
+    expect(task.parentSpanId).toBeUndefined();
+    expect(task.traceId).not.toBe(startedIn);
+    expect(task.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'jarvis.mission.id': mission.id,
+      'jarvis.task.id': mission.tasks[0]?.id,
+      'jarvis.run.id': expect.any(String),
+    });
+    // Its brief's memory search is its retrieval.
+    expect(trace.find((span) => span.name === 'retrieval')).toMatchObject({
+      parentSpanId: task.spanId,
+      attributes: { 'jarvis.retrieval.items': expect.any(Number) },
+    });
+    // The link leads to the span the mission was created in, in the request's trace.
+    expect(task.links).toHaveLength(1);
+    expect(task.links[0]?.traceId).toBe(startedIn);
+    const creator = spans.find((span) => span.spanId === task.links[0]?.spanId);
+    expect(creator).toMatchObject({ service: 'orchestrator', traceId: startedIn });
+    const runId = String(task.attributes['jarvis.run.id']);
+    const run = RunsGetResponse.parse((await api('GET', `/v1/runs/${runId}`)).body).run;
+    expect(run.traceId).toBe(task.traceId);
   });
 
   it('answers an export in protobuf 415: the receiver reads JSON only', async () => {

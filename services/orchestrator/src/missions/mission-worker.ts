@@ -38,7 +38,12 @@ import {
 } from '../repositories/runs-repository';
 import { recordRunTotals } from '../repositories/steps-repository';
 import { createStepRecorder, ModelFailure, runAgentLoop } from '../services/agent-loop';
-import { invokeAgentAttributes, markAgentFailed } from '../services/agent-spans';
+import {
+  invokeAgentAttributes,
+  markAgentFailed,
+  RETRIEVAL_ATTRIBUTES,
+  recordFound,
+} from '../services/agent-spans';
 import { describeNow } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
 import { jsonSchemaOf } from '../tools/agent-tool';
@@ -517,11 +522,19 @@ async function giveUp(deps: MissionDeps, work: MissionWork, error: ErrorInfo) {
 // down (a task can still work without it).
 async function recallFor(deps: MissionDeps, userId: string, text: string): Promise<string> {
   try {
-    const { results } = await deps.bus.request(memorySearch, {
-      userId,
-      query: text.slice(0, 2_000),
-      limit: BRIEF_MEMORIES,
-    });
+    const { results } = await withSpan(
+      'retrieval',
+      { attributes: RETRIEVAL_ATTRIBUTES },
+      async (span) => {
+        const found = await deps.bus.request(memorySearch, {
+          userId,
+          query: text.slice(0, 2_000),
+          limit: BRIEF_MEMORIES,
+        });
+        recordFound(span, found.results);
+        return found;
+      },
+    );
     if (results.length === 0) return '';
     const lines = results.map(
       (item) => `- [${item.createdAt.slice(0, 10)}, ${item.kind}] ${item.text}`,

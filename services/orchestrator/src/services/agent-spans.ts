@@ -52,16 +52,23 @@ export const RETRIEVAL_ATTRIBUTES = {
 // How much recall brought back: relevant items in all (jarvis.retrieval.items) and by kind
 // (jarvis.retrieval.relevant.<kind>), and the profile facts, summaries and recent messages.
 export function recordRetrieval(span: Span, recall: MemoryRecallResponse): void {
-  const byKind = new Map<string, number>();
-  for (const item of recall.relevant) byKind.set(item.kind, (byKind.get(item.kind) ?? 0) + 1);
+  recordFound(span, recall.relevant);
   span.setAttributes({
-    [JARVIS.retrievalItems]: recall.relevant.length,
-    ...Object.fromEntries(
-      [...byKind].map(([kind, count]) => [`jarvis.retrieval.relevant.${kind}`, count]),
-    ),
     'jarvis.retrieval.profile': recall.profile.length,
     'jarvis.retrieval.summaries': recall.summaries.length,
     'jarvis.retrieval.recent': recall.recent.length,
+  });
+}
+
+// What a search found (a mission's brief searches memory rather than recalling a conversation).
+export function recordFound(span: Span, items: { kind: string }[]): void {
+  const byKind = new Map<string, number>();
+  for (const item of items) byKind.set(item.kind, (byKind.get(item.kind) ?? 0) + 1);
+  span.setAttributes({
+    [JARVIS.retrievalItems]: items.length,
+    ...Object.fromEntries(
+      [...byKind].map(([kind, count]) => [`jarvis.retrieval.relevant.${kind}`, count]),
+    ),
   });
 }
 

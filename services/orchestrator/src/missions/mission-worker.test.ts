@@ -16,9 +16,10 @@ import {
   UserEvent,
   userEventSubject,
 } from '@jarvis/contracts';
-import { createLogger } from '@jarvis/telemetry';
+import { createLogger, createMetrics } from '@jarvis/telemetry';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgentMetrics } from '../services/agent-metrics';
 import { type ServicesFixture, startServicesFixture } from '../services-fixture';
 import type { MissionDeps } from './mission-service';
 import { startMissionWorker } from './mission-worker';
@@ -29,6 +30,7 @@ import { registerMissionHandlers } from './missions-handlers';
 // carries for the user's notification channels.
 let fixture: ServicesFixture;
 let worker: Worker;
+const metrics = createMetrics('orchestrator-test');
 
 const queue: WorkQueueOptions = {
   stream: MISSIONS_STREAM,
@@ -42,10 +44,11 @@ beforeAll(async () => {
   fixture = await startServicesFixture(['memory']);
   await ensureWorkQueue(fixture.bus, missionWork, queue);
   await ensureUserEventStream(fixture.bus);
+  const logger = createLogger('orchestrator-test', 'silent');
   const deps: MissionDeps = {
     bus: fixture.bus,
     pool: fixture.db.pool,
-    logger: createLogger('orchestrator-test', 'silent'),
+    logger,
     tools: [],
     loop: {
       maxSteps: 2,
@@ -59,6 +62,7 @@ beforeAll(async () => {
     defaults: { maxTokens: 100_000, maxCostUsd: 1 },
     maxDeliver: queue.maxDeliver,
     leaseMs: 30_000,
+    metrics: createAgentMetrics(metrics, fixture.db.pool, logger),
   };
   registerMissionHandlers(deps);
   worker = await startMissionWorker(deps, queue);
@@ -107,5 +111,9 @@ describe("a mission's end", () => {
     expect(ended.reportMessageId).toBe(stored.reportMessageId);
     expect(ended.report).toBe(stored.report);
     expect(ended.report).toContain('Mission report: Compare the two offers');
+    // Its task counts as a turn of its own kind, failed.
+    expect(await metrics.registry.metrics()).toContain(
+      'jarvis_turns_total{kind="mission_task",outcome="failed",service="orchestrator-test"} 1',
+    );
   });
 });

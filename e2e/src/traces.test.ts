@@ -343,3 +343,63 @@ describe('traces', () => {
     expect(response.status).toBe(415);
   });
 });
+
+// With MODEL_TELEMETRY_CONTENT=on a model call's span carries its prompt and reply, redacted even
+// where the model itself is sent the real text (MODEL_REDACTION=off here, as for a local model).
+describe('traces with content capture on', () => {
+  let fixture: StackFixture;
+  let receiver: OtlpReceiver;
+  const EMAIL = 'tess.ferry@example.com';
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    fixture = await startStackFixture({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      MODEL_TELEMETRY_CONTENT: 'on',
+      MODEL_REDACTION: 'off',
+    });
+    fixture.fake.onChat((request) =>
+      isTurnRequest(request)
+        ? { content: `I will write to ${EMAIL}.` }
+        : { content: '{"operations": []}' },
+    );
+  });
+
+  afterAll(async () => {
+    await fixture?.close();
+    await receiver?.close();
+  });
+
+  it('puts the messages on the chat span with personal data as placeholders', async () => {
+    const { apiKey } = await fixture.createUser('tess');
+    const response = await fixture.chat(apiKey, { message: `Mail me at ${EMAIL} tonight.` });
+    expect(response.status).toBe(200);
+    const { runId } = ChatResponse.parse(await response.json());
+    // The model was sent the address itself: redaction is off for it.
+    const sent = fixture.fake.chatRequests().filter(isTurnRequest).at(-1);
+    expect(JSON.stringify(sentMessages(sent))).toContain(EMAIL);
+
+    const spans = await receiver.waitForSpans(
+      (all) => {
+        const agent = all.find(
+          (span) => span.name === 'invoke_agent' && span.attributes['jarvis.run.id'] === runId,
+        );
+        return all.some(
+          (span) => span.name === 'chat fake-chat' && span.traceId === agent?.traceId,
+        );
+      },
+      { timeoutMs: 45_000 },
+    );
+    const agent = spans.find((span) => span.attributes['jarvis.run.id'] === runId);
+    const chat = spans.find(
+      (span) => span.name === 'chat fake-chat' && span.traceId === agent?.traceId,
+    ) as ReceivedSpan;
+    const input = String(chat.attributes['gen_ai.input.messages']);
+    const output = String(chat.attributes['gen_ai.output.messages']);
+    expect(input).toContain('tonight');
+    expect(input).toMatch(/\[EMAIL_1\]/);
+    expect(output).toMatch(/I will write to \[EMAIL_1\]/);
+    expect(JSON.stringify(spans)).not.toContain(EMAIL);
+  });
+});

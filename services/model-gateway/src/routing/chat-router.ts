@@ -289,6 +289,11 @@ async function callOnce(
     signal: job.signal,
     onDelta: stream?.push,
   };
+  // A local model (or an install with redaction off) is sent the real text; a span never is:
+  // content for spans goes through a redactor of its own then. A model that was sent
+  // placeholders answers with them, which a second pass leaves as they are.
+  const spanRedactor = deps.settings.recordContent ? (redactor ?? createRedactor()) : undefined;
+  const spanRedact = (text: string) => (spanRedactor ? spanRedactor.redact(text) : text);
   const started = performance.now();
   const labels = { operation: 'chat' as const, provider: target.provider, model: target.model };
   return withSpan(
@@ -301,9 +306,13 @@ async function callOnce(
         [GEN_AI.requestModel]: target.model,
         ...(call.maxTokens === undefined ? {} : { [GEN_AI.maxTokens]: call.maxTokens }),
         ...(call.temperature === undefined ? {} : { [GEN_AI.temperature]: call.temperature }),
-        // Only ever the redacted text, and only when the install opted in.
-        ...(deps.settings.recordContent
-          ? { [GEN_AI.inputMessages]: JSON.stringify(call.messages) }
+        // Only when the install opted in, and only ever redacted text.
+        ...(spanRedactor
+          ? {
+              [GEN_AI.inputMessages]: JSON.stringify(
+                redactor ? call.messages : call.messages.map((m) => redactMessage(m, spanRedact)),
+              ),
+            }
           : {}),
       },
     },
@@ -323,8 +332,8 @@ async function callOnce(
         [GEN_AI.outputTokens]: result.usage.outputTokens,
         [GEN_AI.finishReasons]: [result.finishReason],
         [JARVIS.costUsd]: costOf(target.info, result.usage.inputTokens, result.usage.outputTokens),
-        ...(deps.settings.recordContent
-          ? { [GEN_AI.outputMessages]: JSON.stringify(result.content) }
+        ...(spanRedactor
+          ? { [GEN_AI.outputMessages]: JSON.stringify(spanRedact(result.content)) }
           : {}),
       });
       deps.metrics.record(labels, secondsSince(started), result.usage);

@@ -194,7 +194,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         const spans = [...received];
         if (isComplete(spans)) return spans;
         if (Date.now() > deadline) {
-          const refused = refusals.length > 0 ? `\nrefused: ${refusals.slice(0, 5).join('; ')}` : '';
+          const refused =
+            refusals.length > 0 ? `\nrefused: ${refusals.slice(0, 5).join('; ')}` : '';
           throw new Error(`the spans received are not complete:\n${spanTree(spans)}${refused}`);
         }
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -112,7 +112,8 @@ describe('traces', () => {
       (spans) => spans.some((span) => span.name === 'embeddings fake-embed'),
       { timeoutMs: 45_000 },
     );
-  });
+    // The stack's start, the tools' list and memory's embed route each wait on their own.
+  }, 180_000);
 
   afterAll(async () => {
     await fixture?.close();

@@ -75,6 +75,7 @@ const DEFAULT_INTERVAL = '1m';
 type Target = {
   refId?: string;
   expr?: string;
+  exemplar?: boolean;
   interval?: string;
   datasource?: { type?: string; uid?: string };
 };
@@ -106,7 +107,7 @@ type PromAnswer = {
 
 // One PromQL query of a dashboard, with its variables filled in, and its panel's
 // "<dashboard uid> / <panel title>".
-type Query = { key: string; expr: string };
+type Query = { key: string; expr: string; hasExemplars: boolean };
 
 describe('the Grafana dashboards against a real Prometheus', () => {
   let fixture: StackFixture;
@@ -450,6 +451,27 @@ prometheus-postgres-exporter prometheus-redis-exporter (scripts/preflight.sh)`);
     expect(problems).toEqual([]);
   });
 
+  // A target that shows exemplars reads a metric that has them, with the trace id Grafana's
+  // Prometheus datasource links to Tempo (scraped as OpenMetrics, stored by exemplar-storage).
+  // Spans have real ids without an OTLP endpoint too, so no trace receiver is needed here.
+  it('has exemplars with a trace id for every target that shows them', async () => {
+    const queries = dashboards.flatMap(prometheusQueries).filter((query) => query.hasExemplars);
+    expect(queries.length).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const query of queries) {
+      const answer = (await promGet('/api/v1/query_exemplars', {
+        query: query.expr,
+        start: String(Date.now() / 1_000 - 3_600),
+        end: String(Date.now() / 1_000),
+      })) as { status: string; data?: { exemplars: { labels: Record<string, string> }[] }[] };
+      const exemplars = (answer.data ?? []).flatMap((series) => series.exemplars);
+      if (!exemplars.some((exemplar) => /^[0-9a-f]{32}$/.test(exemplar.labels.trace_id ?? ''))) {
+        problems.push(`${query.key}: no exemplar with a trace_id\n  ${query.expr}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('has every exemption name a panel that exists', () => {
     const keys = new Set(dashboards.flatMap(prometheusQueries).map((query) => query.key));
     expect(Object.keys(EXEMPT).filter((key) => !keys.has(key))).toEqual([]);
@@ -522,7 +544,7 @@ function prometheusQueries(dashboard: Dashboard): Query[] {
         const expr = fillVariables(String(target.expr), dashboard, interval);
         const left = expr.match(/\$\{?\w+/g);
         if (left) throw new Error(`${key}: variables left unfilled: ${left.join(', ')}`);
-        return { key, expr };
+        return { key, expr, hasExemplars: target.exemplar === true };
       }),
   );
 }

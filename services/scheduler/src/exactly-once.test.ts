@@ -28,6 +28,9 @@ const SCHEDULER_ENV = {
   SCHEDULER_LEASE_MS: '3000',
   SCHEDULER_CATCH_UP_SPREAD_MS: '1000',
 };
+// The replicas' test: a lease shorter than a burst takes to deliver, so that a replica keeps
+// the leases of the runs waiting in its queue, or the other takes them over.
+const REPLICAS_ENV = { SCHEDULER_LEASE_MS: '2000', SCHEDULER_CATCH_UP_SPREAD_MS: '0' };
 
 beforeAll(async () => {
   db = await startTestDatabase();
@@ -39,7 +42,11 @@ beforeAll(async () => {
     ...SCHEDULER_ENV,
   };
   stack = new Stack({ services: ['memory', 'scheduler'], databaseUrl: db.url, env });
-  replica = new Stack({ services: ['scheduler'], databaseUrl: db.url, env });
+  replica = new Stack({
+    services: ['scheduler'],
+    databaseUrl: db.url,
+    env: { ...env, ...REPLICAS_ENV },
+  });
   await stack.start();
   bus = await connectTestBus(env.NATS_NAMESPACE);
 }, 120_000);
@@ -188,6 +195,8 @@ describe('1,000 one-shot reminders due within a minute', () => {
   }, 150_000);
 
   it('are each delivered exactly once by two replicas at once', async () => {
+    await stack.stopService('scheduler');
+    await stack.startService('scheduler', REPLICAS_ENV);
     await replica?.start();
     const users = Array.from({ length: 10 }, () => randomUUID());
     // Every append either replica sends: memory keeps one message per key, so only this tells
@@ -203,9 +212,11 @@ describe('1,000 one-shot reminders due within a minute', () => {
       },
     });
     try {
-      // Five bursts of 200, five seconds apart.
+      // Two bursts of 500, five seconds apart: a burst is more than one claim takes (200), so
+      // both replicas claim part of it, and the runs a replica claimed wait in its delivery queue
+      // longer than their lease, which it must keep renewing.
       await createReminders('replicas', users, 100, {
-        bursts: 5,
+        bursts: 2,
         everyMs: 5_000,
       });
 
@@ -222,6 +233,13 @@ describe('1,000 one-shot reminders due within a minute', () => {
         Array(1_000).fill(1),
       );
       await expectEachOnce(users, 'replicas', 100);
+      // No run was taken over: neither replica died, so each run was delivered by the replica
+      // that claimed it, in its first attempt.
+      const retaken = await db.pool.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM scheduler.runs WHERE user_id = ANY($1) AND attempts <> 1`,
+        [users],
+      );
+      expect(retaken.rows[0]?.count).toBe(0);
       // Both replicas did part of the work.
       expect(senders.size).toBe(2);
       console.info(`replicas test: lateness (ms) ${JSON.stringify(await latenessMs(users))}`);

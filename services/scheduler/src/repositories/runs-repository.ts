@@ -156,6 +156,27 @@ export async function takeOverExpiredRuns(
   return rows.map(toRecord);
 }
 
+// Keeps the leases of runs this process claimed and has not finished: each (id, attempts) still
+// running under that attempt gets at least leaseUntil (a later postponement stays). Returns the
+// ids it still holds; one taken over by another replica (its attempts moved on) or finished is
+// not among them. The attempt is checked in the UPDATE itself, which Postgres re-reads under the
+// row's lock, so a take-over that commits first is never overwritten.
+export async function extendLeases(
+  db: Queryable,
+  runs: Array<{ id: string; attempts: number }>,
+  leaseUntil: Date,
+): Promise<Set<string>> {
+  if (runs.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE scheduler.runs r SET lease_until = GREATEST(r.lease_until, $3)
+       FROM unnest($1::uuid[], $2::int[]) AS held(id, attempts)
+      WHERE r.id = held.id AND r.attempts = held.attempts AND r.status = 'running'
+      RETURNING r.id`,
+    [runs.map((run) => run.id), runs.map((run) => run.attempts), leaseUntil],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
 export type RunOutcome = {
   status: 'fired' | 'failed' | 'skipped';
   messageId?: string | undefined;

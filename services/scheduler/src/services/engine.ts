@@ -10,6 +10,7 @@ import {
 import { withTransaction } from '@jarvis/db';
 import {
   countAgentRunsSince,
+  extendLeases,
   findLatestStartedRuns,
   insertRuns,
   type NewRun,
@@ -39,7 +40,9 @@ import { isAgentWork } from './schedule-service';
 // transactions that lock the schedules with SKIP LOCKED, writes a run per occurrence before its
 // action starts, and delivers the runs it claimed. Any number of replicas can run it on one
 // database: a claim takes each occurrence once, and a run whose process died is taken over when
-// its lease ends and delivered again under the same idempotency key.
+// its lease ends and delivered again under the same idempotency key. A live process keeps the
+// leases of the runs it holds (queued behind a burst, or slow to deliver) until it delivers
+// them, so that no other replica delivers them a second time.
 
 export type EngineSettings = {
   leaseMs: number;
@@ -65,6 +68,9 @@ const ORCHESTRATOR_TIMEOUT_MS = 2_000;
 // Events of skipped and missed runs published at once (a catch-up after long downtime can
 // record hundreds).
 const ANNOUNCE_CONCURRENCY = 16;
+// The leases of held runs are renewed this often within a lease: a renewal may be late by the
+// rest of the lease (an event loop held up, a slow database) before another replica takes over.
+const RENEWALS_PER_LEASE = 4;
 const ACTIVE_RUN: ReadonlySet<RunStatus> = new Set(['queued', 'running', 'waiting_approval']);
 const ACTIVE_MISSION: ReadonlySet<MissionStatus> = new Set(['planning', 'running', 'reporting']);
 
@@ -184,6 +190,35 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
     deps.logger,
   );
   let timer: NodeJS.Timeout | undefined;
+  let renewing: Promise<void> = Promise.resolve();
+  let isRenewing = false;
+
+  // A claim of a burst larger than what the queue delivers within a lease would otherwise leave
+  // its last runs past their lease, to be taken over and delivered again by another replica. A
+  // run this process no longer holds (taken over while this one was stalled) is not delivered
+  // here; one already being delivered finishes, and marking it done twice changes nothing.
+  const renewLeases = async () => {
+    const held = queue.held();
+    if (held.length === 0) return;
+    const runs = held.map(({ item }) => ({ id: item.run.id, attempts: item.run.attempts }));
+    try {
+      const kept = await extendLeases(deps.pool, runs, leaseEnd(settings, new Date()));
+      const dropped = queue.drop(held.filter(({ id }) => !kept.has(id)).map(({ id }) => id));
+      if (dropped > 0) deps.logger.warn({ dropped }, 'claimed runs taken over before delivery');
+    } catch (error) {
+      deps.logger.warn({ err: error }, 'could not renew the leases of claimed runs');
+    }
+  };
+  const renewal = setInterval(
+    () => {
+      if (isRenewing) return;
+      isRenewing = true;
+      renewing = renewLeases().finally(() => {
+        isRenewing = false;
+      });
+    },
+    Math.max(1, settings.leaseMs / RENEWALS_PER_LEASE),
+  );
   let plannedAt = Number.POSITIVE_INFINITY;
   let isTicking = false;
   let isTickAgain = false;
@@ -295,6 +330,9 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
       subscription.unsubscribe();
       clearTimeout(timer);
       await ticking;
+      // Before the runs not started are released: a renewal after it would hold them again.
+      clearInterval(renewal);
+      await renewing;
       const left = await queue.stop();
       // What was claimed but not started is free for another replica at once, instead of at the
       // end of its lease.

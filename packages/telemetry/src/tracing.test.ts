@@ -3,7 +3,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTraceExporter, type OtlpProtocol } from './tracing';
+import { GEN_AI_SCHEMA_URL } from './gen-ai';
+import { createTraceExporter, type OtlpProtocol, startTelemetry, withSpan } from './tracing';
 
 type Received = { path: string; headers: IncomingHttpHeaders; body: Buffer };
 
@@ -55,5 +56,32 @@ describe('createTraceExporter', () => {
     expect(request.headers['content-type']).toBe('application/json');
     const body = JSON.parse(request.body.toString());
     expect(body.resourceSpans[0].scopeSpans[0].spans[0].name).toBe('span over http/json');
+  });
+});
+
+describe('startTelemetry', () => {
+  it("exports the service's spans under its name, with the pinned conventions' schema URL", async () => {
+    received.length = 0;
+    const telemetry = startTelemetry({
+      serviceName: 'memory',
+      otlpEndpoint: endpoint,
+      otlpProtocol: 'http/json',
+    });
+    await withSpan('retrieval', { attributes: { 'gen_ai.operation.name': 'retrieval' } }, () =>
+      Promise.resolve(),
+    );
+    // Shutting down flushes the batch.
+    await telemetry.stop();
+    expect(received.map((request) => request.path)).toEqual(['/v1/traces']);
+    const [resourceSpans] = JSON.parse(received[0]?.body.toString() ?? '{}').resourceSpans;
+    expect(resourceSpans.resource.attributes).toContainEqual({
+      key: 'service.name',
+      value: { stringValue: 'memory' },
+    });
+    expect(resourceSpans.scopeSpans[0]).toMatchObject({
+      schemaUrl: GEN_AI_SCHEMA_URL,
+      spans: [{ name: 'retrieval' }],
+    });
+    expect(GEN_AI_SCHEMA_URL).toBe('https://opentelemetry.io/schemas/1.37.0');
   });
 });

@@ -62,6 +62,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName }),
     spanProcessors,
+    // Traces only. Left unset, these two make the SDK set up OTLP metric and log exporters from
+    // the environment (and a metric reader's timer every minute): metrics are Prometheus's to
+    // scrape (/metrics), and logs go to stdout, where the collector reads them.
+    metricReaders: [],
+    logRecordProcessors: [],
     instrumentations: [],
   });
   sdk.start();

@@ -17,6 +17,8 @@ env.JARVIS_SECRET_KEY_FILE ??= resolve('.data/secret.key');
 const stack = new Stack({
   env,
   dataDir: resolve('.data/postgres'),
+  // From source always: a restarted service runs the code as last edited, built or not.
+  runFrom: 'source',
   ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
   ports: {
     postgres: 54320,

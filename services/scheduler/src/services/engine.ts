@@ -209,16 +209,26 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
       deps.logger.warn({ err: error }, 'could not renew the leases of claimed runs');
     }
   };
-  const renewal = setInterval(
-    () => {
-      if (isRenewing) return;
-      isRenewing = true;
-      renewing = renewLeases().finally(() => {
-        isRenewing = false;
-      });
-    },
-    Math.max(1, settings.leaseMs / RENEWALS_PER_LEASE),
-  );
+  // Armed only while the queue holds runs: an idle scheduler wakes for nothing.
+  let renewal: NodeJS.Timeout | undefined;
+  const keepLeases = () => {
+    if (renewal || stopping.signal.aborted) return;
+    renewal = setInterval(
+      () => {
+        if (queue.held().length === 0) {
+          clearInterval(renewal);
+          renewal = undefined;
+          return;
+        }
+        if (isRenewing) return;
+        isRenewing = true;
+        renewing = renewLeases().finally(() => {
+          isRenewing = false;
+        });
+      },
+      Math.max(1, settings.leaseMs / RENEWALS_PER_LEASE),
+    );
+  };
   let plannedAt = Number.POSITIVE_INFINITY;
   let isTicking = false;
   let isTickAgain = false;
@@ -226,6 +236,7 @@ export function startEngine(deps: DeliveryDeps, settings: EngineSettings): Engin
 
   // Runs due before this process started are catch-up: spread over the window, in order.
   const enqueue = (claimed: Claimed[]) => {
+    if (claimed.length > 0) keepLeases();
     const catchUp = claimed.filter(({ run }) => run.scheduledFor.getTime() < startedAt);
     catchUp.forEach((entry, index) => {
       const delayMs = (settings.catchUpSpreadMs * index) / catchUp.length;

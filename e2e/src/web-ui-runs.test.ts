@@ -75,7 +75,9 @@ describe('the run page in a browser', () => {
           kind: [...(bar?.classList ?? [])].find((name) => /^timeline-(?!bar)/.test(name)),
           left: box && track ? (box.left - track.left) / track.width : -1,
           width: box && track ? box.width / track.width : -1,
-          colour: bar ? getComputedStyle(bar).backgroundColor : '',
+          colour: bar
+            ? (bar.ownerDocument.defaultView?.getComputedStyle(bar).backgroundColor ?? '')
+            : '',
         };
       }),
     );

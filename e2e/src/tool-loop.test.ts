@@ -119,6 +119,9 @@ describe('the tool loop', () => {
     const results = last.filter((message) => message.role === 'tool').map((m) => m.content);
     expect(results[0]).toMatch(/invalid arguments: path/);
     expect(results[1]).toMatch(/there is no tool named launch_rocket/);
+    // A name the model made up is recorded (and counted in the metrics) as `unknown`.
+    const toolSteps = (await stepsOf(reply.runId)).filter((step) => step.kind === 'tool');
+    expect(toolSteps.map((step) => step.name)).toEqual(['memory_read', 'unknown']);
   });
 
   it('stops at the step limit and says so', async () => {

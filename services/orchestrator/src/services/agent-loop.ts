@@ -229,7 +229,7 @@ export async function runAgentLoop(
           'You already made this exact call in this turn; its result is above. Use it, or try something else.';
       } else {
         content = await withSpan(
-          `execute_tool ${call.name}`,
+          `execute_tool ${byName.has(call.name) ? call.name : UNKNOWN_TOOL}`,
           { attributes: executeToolAttributes(call) },
           (span) => callTool(deps, run, byName.get(call.name), call, deadline, span),
         );
@@ -360,6 +360,9 @@ async function callModel(
 
 // One tool call, whatever happens: the model gets a result or an error it can act on, never an
 // exception. Results are data from outside, so they are capped and passed on as text.
+// The step's and the span's name for a call of a tool that does not exist.
+const UNKNOWN_TOOL = 'unknown';
+
 async function callTool(
   deps: LoopDeps,
   run: LoopRun,
@@ -403,9 +406,14 @@ async function callTool(
   const durationMs = Date.now() - startedAt.getTime();
   deps.recorder.record({
     kind: 'tool',
-    name: call.name,
+    // The name is the model's to choose: one that names no tool is recorded as `unknown`, so
+    // that it cannot add label values to the tool metrics (nor span names to Tempo's span
+    // metrics) without bound; what it asked for stays in the step's input.
+    name: tool ? call.name : UNKNOWN_TOOL,
     status: error === undefined ? 'ok' : 'error',
-    input: call.arguments,
+    input: tool
+      ? call.arguments
+      : { requestedTool: cap(call.name, 200), arguments: call.arguments },
     output: { result: cap(content, 500) },
     ...(error === undefined ? {} : { error }),
     startedAt,

@@ -179,7 +179,7 @@ export class Stack {
         ...(this.options.nodeArgs ?? []),
         // A bundle's source map keeps stack traces pointing at the sources.
         ...(entry.endsWith('.js')
-          ? ['--enable-source-maps', '--import', RESOLVE_HOISTED]
+          ? ['--enable-source-maps', '--import', RESOLVE_FROM_WORKSPACE]
           : ['--import', 'tsx']),
         entry,
       ],
@@ -196,22 +196,32 @@ const MODELS_FILE = join(ROOT_DIR, 'infra/models.json');
 
 // A bundle imports its npm packages by name, those of the workspace packages it inlined too
 // (pino, prom-client, ...), which pnpm links only into their own package's node_modules: a name
-// services/<name>/ cannot resolve is resolved from pnpm's hoisted folder of every package,
-// node_modules/.pnpm/node_modules, as the image's flat node_modules resolves it. A module given
+// services/<name>/ cannot resolve is resolved as from each workspace package in turn (the
+// version that package declares), as the image's flat node_modules holds them. Not from pnpm's
+// hoisted folder of every package: that holds vitest's newer @opentelemetry/api too, and a second
+// copy of it cannot see the tracer provider the SDK registered through the first. A module given
 // as a data: URL, so that plain node loads it; the hooks run on the loader's thread.
-const HOISTED_PARENT = new URL(
-  '../../../node_modules/.pnpm/node_modules/index.js',
-  import.meta.url,
-);
-const RESOLVE_HOOKS = `export async function resolve(specifier, context, next) {
+// The test kit is left out: the services do not bundle it, and its test tools are no service's.
+const WORKSPACE_PARENTS = readdirSync(join(ROOT_DIR, 'packages'))
+  .filter((name) => name !== 'testkit')
+  .map((name) => new URL(`../../${name}/package.json`, import.meta.url).href);
+const RESOLVE_HOOKS = `const PARENTS = ${JSON.stringify(WORKSPACE_PARENTS)};
+export async function resolve(specifier, context, next) {
   try {
     return await next(specifier, context);
   } catch (error) {
     if (error?.code !== 'ERR_MODULE_NOT_FOUND' || /^[./]|^[a-z]+:/.test(specifier)) throw error;
-    return next(specifier, { ...context, parentURL: ${JSON.stringify(HOISTED_PARENT.href)} });
+    for (const parentURL of PARENTS) {
+      try {
+        return await next(specifier, { ...context, parentURL });
+      } catch {
+        // Not a dependency of this workspace package.
+      }
+    }
+    throw error;
   }
 }`;
-const RESOLVE_HOISTED = `data:text/javascript,${encodeURIComponent(
+const RESOLVE_FROM_WORKSPACE = `data:text/javascript,${encodeURIComponent(
   `import { register } from 'node:module';
 register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOKS)}`)});`,
 )}`;

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ensureWorkQueue } from '@jarvis/bus';
-import { TURNS_STREAM, turnRequested, turnSubmit } from '@jarvis/contracts';
+import { turnSubmit } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerHandlers } from './handlers';
-import { type ServicesFixture, startServicesFixture } from './services-fixture';
+import { ensureTurnQueue, type ServicesFixture, startServicesFixture } from './services-fixture';
 
 // orchestrator.turns.submit over the bus, with memory as its own process. No turn worker runs:
 // these tests look at what the submit stores.
@@ -11,13 +10,7 @@ let fixture: ServicesFixture;
 
 beforeAll(async () => {
   fixture = await startServicesFixture(['memory']);
-  await ensureWorkQueue(fixture.bus, turnRequested, {
-    stream: TURNS_STREAM,
-    consumer: 'orchestrator',
-    ackWaitMs: 30_000,
-    maxDeliver: -1,
-    maxInFlight: 1,
-  });
+  await ensureTurnQueue(fixture.bus);
   registerHandlers({ bus: fixture.bus, pool: fixture.db.pool, redis: fixture.redis });
   await fixture.bus.nc.flush();
 });

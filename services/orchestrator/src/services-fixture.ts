@@ -1,5 +1,6 @@
-import type { Bus } from '@jarvis/bus';
+import { type Bus, ensureWorkQueue } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
+import { TURNS_STREAM, turnRequested } from '@jarvis/contracts';
 import {
   connectTestRedis,
   NATS_URL,
@@ -61,4 +62,15 @@ export async function startServicesFixture(
     await stop();
     throw error;
   }
+}
+
+// The turn queue submitTurn publishes to, as main.ts makes it, delivering one turn at a time.
+export async function ensureTurnQueue(bus: Bus): Promise<void> {
+  await ensureWorkQueue(bus, turnRequested, {
+    stream: TURNS_STREAM,
+    consumer: 'orchestrator',
+    ackWaitMs: 30_000,
+    maxDeliver: -1,
+    maxInFlight: 1,
+  });
 }

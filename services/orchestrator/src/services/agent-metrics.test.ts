@@ -1,108 +1,35 @@
 import { randomUUID } from 'node:crypto';
-import { ensureUserEventStream, ensureWorkQueue } from '@jarvis/bus';
-import { TURNS_STREAM, TurnSubmitRequest, turnRequested } from '@jarvis/contracts';
-import {
-  createLogger,
-  createMetrics,
-  type Metrics,
-  startTelemetry,
-  type Telemetry,
-} from '@jarvis/telemetry';
-import { type FakeLlm, startFakeLlm } from '@jarvis/testkit';
+import { TurnSubmitRequest } from '@jarvis/contracts';
+import { createMetrics, type Metrics, startTelemetry, type Telemetry } from '@jarvis/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, findLatestApproval } from '../repositories/approvals-repository';
-import { type ServicesFixture, startServicesFixture } from '../services-fixture';
-import type { AgentTool } from '../tools/agent-tool';
-import { createAgentMetrics } from './agent-metrics';
-import { watchTurnCancellations } from './cancel-turn';
-import { watchChatRoute } from './chat-route';
-import { runTurn, type TurnDeps } from './run-turn';
+import { SAMPLE_TOOLS, startTurnFixture, type TurnFixture } from '../turn-fixture';
+import { runTurn } from './run-turn';
 import { submitTurn } from './submit-turn';
 
 // Real turns (memory and the model gateway as their own processes, the test kit's fake LLM
 // behind them) counted on a registry of the test's own, read back as /metrics serves it.
-let fake: FakeLlm;
-let fixture: ServicesFixture;
+let turns: TurnFixture;
 let telemetry: Telemetry;
 let metrics: Metrics;
-let deps: TurnDeps;
-
-function tool(name: string, risk: AgentTool['risk'], run: AgentTool['run']): AgentTool {
-  return {
-    definition: {
-      name,
-      description: `the ${name} tool`,
-      parameters: { type: 'object', properties: {} },
-    },
-    risk,
-    run,
-  };
-}
 
 beforeAll(async () => {
   // Spans get real trace ids, which the turn duration's exemplars carry.
   telemetry = startTelemetry({ serviceName: 'orchestrator-test' });
-  fake = await startFakeLlm();
-  fixture = await startServicesFixture(['memory', 'model-gateway'], {
-    OPENAI_BASE_URL: fake.openaiBaseUrl,
-    OPENAI_API_KEY: 'test-key',
-    MODEL_ROUTE_CHAT: 'openai/fake-chat',
-    MODEL_ROUTE_UTILITY: 'openai/fake-chat',
-    MODEL_ROUTE_EMBED: '',
-  });
-  await ensureUserEventStream(fixture.bus);
-  await ensureWorkQueue(fixture.bus, turnRequested, {
-    stream: TURNS_STREAM,
-    consumer: 'orchestrator',
-    ackWaitMs: 30_000,
-    maxDeliver: -1,
-    maxInFlight: 1,
-  });
-  const logger = createLogger('orchestrator-test', 'silent');
   metrics = createMetrics('orchestrator-test');
-  deps = {
-    bus: fixture.bus,
-    pool: fixture.db.pool,
-    redis: fixture.redis,
-    logger,
-    contextTokenBudget: 8_000,
-    historyLimit: 50,
-    tools: [
-      tool('lookup', 'safe', async () => ({ found: 'it' })),
-      tool('broken', 'safe', async () => {
-        throw new Error('out of order');
-      }),
-      tool('send_money', 'risky', async () => ({ sent: true })),
-    ],
-    approvalTtlMs: 60_000,
-    loop: {
-      maxSteps: 6,
-      toolTimeoutMs: 5_000,
-      turnDeadlineMs: 30_000,
-      toolResultMaxChars: 1_000,
-      maxOutputTokens: 256,
-      turnOutputTokenCap: 10_000,
-      modelCallTimeoutMs: 15_000,
-    },
-    lockLeaseMs: 5_000,
-    maxAttempts: 3,
-    cancellations: watchTurnCancellations(fixture.bus, fixture.redis),
-    chatRoute: watchChatRoute({ bus: fixture.bus, logger }),
-    metrics: createAgentMetrics(metrics, fixture.db.pool, logger),
-  };
+  turns = await startTurnFixture({ tools: SAMPLE_TOOLS, metrics });
 });
 
 afterAll(async () => {
-  await fixture?.stop();
-  await fake?.close();
+  await turns?.stop();
   await telemetry?.stop();
 });
 
 // Submits a message and runs its turn to its end (or pause), as the turn worker would.
 async function runMessage(userId: string, message: string, scheduleId?: string) {
   const request = TurnSubmitRequest.parse({ userId, turnId: randomUUID(), message, scheduleId });
-  const submitted = await submitTurn(deps, request);
-  const outcome = await runTurn(deps, { ...submitted, userId, message, stream: false }, 1);
+  const submitted = await submitTurn(turns.deps, request);
+  const outcome = await runTurn(turns.deps, { ...submitted, userId, message, stream: false }, 1);
   expect(outcome).toEqual({ type: 'ack' });
   return submitted;
 }
@@ -138,7 +65,7 @@ describe('agent metrics', () => {
     async () => {
       const userId = randomUUID();
       let calls = 0;
-      fake.onChat(() => {
+      turns.fake.onChat(() => {
         calls += 1;
         if (calls === 1) {
           return {
@@ -176,7 +103,7 @@ describe('agent metrics', () => {
 
   it('count guardrail trips, by kind of turn', { timeout: 60_000 }, async () => {
     // The model asks for the same call over and over: the loop stops it the third time.
-    fake.onChat(() => ({ toolCalls: [{ name: 'lookup', arguments: { what: 'again' } }] }));
+    turns.fake.onChat(() => ({ toolCalls: [{ name: 'lookup', arguments: { what: 'again' } }] }));
 
     await runMessage(randomUUID(), 'Brief me on my day', randomUUID());
 
@@ -186,7 +113,7 @@ describe('agent metrics', () => {
 
   it('gauge the approvals waiting, and count a denied call', { timeout: 60_000 }, async () => {
     const userId = randomUUID();
-    fake.onChat((request) =>
+    turns.fake.onChat((request) =>
       JSON.stringify(request.body).includes('denied')
         ? { content: 'I did not send it.' }
         : { toolCalls: [{ name: 'send_money', arguments: { to: 'bob' } }] },
@@ -197,13 +124,13 @@ describe('agent metrics', () => {
     expect(await sample('jarvis_approvals_waiting')).toBe(1);
     // Paused, not ended: timed, not counted.
     expect(await sample('jarvis_turns_total', { kind: 'chat', outcome: 'completed' })).toBe(1);
-    const approval = await findLatestApproval(fixture.db.pool, submitted.runId);
+    const approval = await findLatestApproval(turns.fixture.db.pool, submitted.runId);
     expect(approval).toBeDefined();
-    await decideApproval(fixture.db.pool, userId, approval?.id ?? '', 'denied');
+    await decideApproval(turns.fixture.db.pool, userId, approval?.id ?? '', 'denied');
     expect(await sample('jarvis_approvals_waiting')).toBe(0);
 
     const outcome = await runTurn(
-      deps,
+      turns.deps,
       { ...submitted, userId, approvalId: approval?.id, stream: false },
       1,
     );

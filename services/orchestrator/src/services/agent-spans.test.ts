@@ -1,43 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { ensureUserEventStream, ensureWorkQueue } from '@jarvis/bus';
-import { TURNS_STREAM, TurnSubmitRequest, turnRequested } from '@jarvis/contracts';
-import { createLogger, createMetrics, startTelemetry, type Telemetry } from '@jarvis/telemetry';
-import {
-  type FakeLlm,
-  type OtlpReceiver,
-  type ReceivedSpan,
-  startFakeLlm,
-  startOtlpReceiver,
-} from '@jarvis/testkit';
+import { TurnSubmitRequest } from '@jarvis/contracts';
+import { createMetrics, startTelemetry, type Telemetry } from '@jarvis/telemetry';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, findLatestApproval } from '../repositories/approvals-repository';
-import { type ServicesFixture, startServicesFixture } from '../services-fixture';
-import type { AgentTool } from '../tools/agent-tool';
-import { createAgentMetrics } from './agent-metrics';
-import { watchTurnCancellations } from './cancel-turn';
-import { watchChatRoute } from './chat-route';
-import { runTurn, type TurnDeps } from './run-turn';
+import { SAMPLE_TOOLS, startTurnFixture, type TurnFixture } from '../turn-fixture';
+import { runTurn } from './run-turn';
 import { submitTurn } from './submit-turn';
 
 // The orchestrator's spans of real turns (memory and the model gateway as their own processes,
 // the test kit's fake LLM behind them), exported over OTLP/HTTP to a receiver in this process.
-let fake: FakeLlm;
 let receiver: OtlpReceiver;
-let fixture: ServicesFixture;
+let turns: TurnFixture;
 let telemetry: Telemetry;
-let deps: TurnDeps;
-
-function tool(name: string, risk: AgentTool['risk'], run: AgentTool['run']): AgentTool {
-  return {
-    definition: {
-      name,
-      description: `the ${name} tool`,
-      parameters: { type: 'object', properties: {} },
-    },
-    risk,
-    run,
-  };
-}
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
@@ -46,58 +21,11 @@ beforeAll(async () => {
     otlpEndpoint: receiver.url,
     otlpProtocol: 'http/json',
   });
-  fake = await startFakeLlm();
-  fixture = await startServicesFixture(['memory', 'model-gateway'], {
-    OPENAI_BASE_URL: fake.openaiBaseUrl,
-    OPENAI_API_KEY: 'test-key',
-    MODEL_ROUTE_CHAT: 'openai/fake-chat',
-    MODEL_ROUTE_UTILITY: 'openai/fake-chat',
-    MODEL_ROUTE_EMBED: '',
-  });
-  await ensureUserEventStream(fixture.bus);
-  await ensureWorkQueue(fixture.bus, turnRequested, {
-    stream: TURNS_STREAM,
-    consumer: 'orchestrator',
-    ackWaitMs: 30_000,
-    maxDeliver: -1,
-    maxInFlight: 1,
-  });
-  const logger = createLogger('orchestrator', 'silent');
-  deps = {
-    bus: fixture.bus,
-    pool: fixture.db.pool,
-    redis: fixture.redis,
-    logger,
-    contextTokenBudget: 8_000,
-    historyLimit: 50,
-    tools: [
-      tool('lookup', 'safe', async () => ({ found: 'it' })),
-      tool('broken', 'safe', async () => {
-        throw new Error('out of order');
-      }),
-      tool('send_money', 'risky', async () => ({ sent: true })),
-    ],
-    approvalTtlMs: 60_000,
-    loop: {
-      maxSteps: 6,
-      toolTimeoutMs: 5_000,
-      turnDeadlineMs: 30_000,
-      toolResultMaxChars: 1_000,
-      maxOutputTokens: 256,
-      turnOutputTokenCap: 10_000,
-      modelCallTimeoutMs: 15_000,
-    },
-    lockLeaseMs: 5_000,
-    maxAttempts: 3,
-    cancellations: watchTurnCancellations(fixture.bus, fixture.redis),
-    chatRoute: watchChatRoute({ bus: fixture.bus, logger }),
-    metrics: createAgentMetrics(createMetrics('orchestrator'), fixture.db.pool, logger),
-  };
+  turns = await startTurnFixture({ tools: SAMPLE_TOOLS, metrics: createMetrics('orchestrator') });
 });
 
 afterAll(async () => {
-  await fixture?.stop();
-  await fake?.close();
+  await turns?.stop();
   await telemetry?.stop();
   await receiver?.close();
 });
@@ -105,8 +33,8 @@ afterAll(async () => {
 // Submits a message and runs its turn to its end (or pause), as the turn worker would.
 async function runMessage(userId: string, message: string) {
   const request = TurnSubmitRequest.parse({ userId, turnId: randomUUID(), message });
-  const submitted = await submitTurn(deps, request);
-  const outcome = await runTurn(deps, { ...submitted, userId, message, stream: false }, 1);
+  const submitted = await submitTurn(turns.deps, request);
+  const outcome = await runTurn(turns.deps, { ...submitted, userId, message, stream: false }, 1);
   expect(outcome).toEqual({ type: 'ack' });
   return submitted;
 }
@@ -133,7 +61,7 @@ describe('agent spans', { timeout: 60_000 }, () => {
   it('make an invoke_agent per turn, with its retrieval and each tool call under it', async () => {
     const userId = randomUUID();
     let calls = 0;
-    fake.onChat(() => {
+    turns.fake.onChat(() => {
       calls += 1;
       if (calls > 1) return { content: 'Found it.' };
       return {
@@ -195,17 +123,17 @@ describe('agent spans', { timeout: 60_000 }, () => {
 
   it('mark a call its user denied, in the trace of the resumed turn', async () => {
     const userId = randomUUID();
-    fake.onChat((request) =>
+    turns.fake.onChat((request) =>
       JSON.stringify(request.body).includes('denied')
         ? { content: 'I did not send it.' }
         : { toolCalls: [{ name: 'send_money', arguments: { to: 'bob' } }] },
     );
     const submitted = await runMessage(userId, 'Send Bob the money');
-    const approval = await findLatestApproval(fixture.db.pool, submitted.runId);
-    await decideApproval(fixture.db.pool, userId, approval?.id ?? '', 'denied');
+    const approval = await findLatestApproval(turns.fixture.db.pool, submitted.runId);
+    await decideApproval(turns.fixture.db.pool, userId, approval?.id ?? '', 'denied');
 
     const resumed = await runTurn(
-      deps,
+      turns.deps,
       { ...submitted, userId, approvalId: approval?.id, stream: false },
       1,
     );
@@ -222,7 +150,7 @@ describe('agent spans', { timeout: 60_000 }, () => {
   });
 
   it('mark a turn whose model failed', async () => {
-    fake.onChat(() => ({ status: 400, errorMessage: 'no such thing' }));
+    turns.fake.onChat(() => ({ status: 400, errorMessage: 'no such thing' }));
 
     const submitted = await runMessage(randomUUID(), 'Ask the broken model');
 

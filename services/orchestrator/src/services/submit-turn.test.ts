@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, ensureWorkQueue } from '@jarvis/bus';
+import type { Bus } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { memoryAppend, type StoredMessage, TURNS_STREAM, turnRequested } from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDatabaseFixture } from '../database-fixture';
 import { findRunByTurn } from '../repositories/runs-repository';
+import { ensureTurnQueue } from '../services-fixture';
 import { startSubmissionSweeper } from './submission-sweeper';
 import { type SubmitDeps, submitTurn } from './submit-turn';
 
@@ -47,13 +48,7 @@ beforeAll(async () => {
     return { message, seq, isDuplicate: false };
   });
   await memory.nc.flush();
-  await ensureWorkQueue(bus, turnRequested, {
-    stream: TURNS_STREAM,
-    consumer: 'orchestrator',
-    ackWaitMs: 30_000,
-    maxDeliver: -1,
-    maxInFlight: 1,
-  });
+  await ensureTurnQueue(bus);
   redis = connectTestRedis();
   deps = { bus, pool: db.pool, redis };
 });

@@ -1,6 +1,6 @@
 import { defineEvent } from '@jarvis/contracts';
 import { createLogger, createMetrics, type Metrics } from '@jarvis/telemetry';
-import { NATS_URL, uniqueNamespace, waitFor } from '@jarvis/testkit';
+import { metricSample, NATS_URL, uniqueNamespace, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Bus } from './bus';
@@ -37,12 +37,11 @@ afterAll(async () => {
 });
 
 function gaugeOf(text: string, name: string): number | undefined {
-  const stream = bus.streamName(QUEUE.stream);
-  const line = new RegExp(
-    `^${name}\\{stream="${stream}",consumer="${QUEUE.consumer}",service="bus-test"\\} (\\S+)$`,
-    'm',
-  ).exec(text);
-  return line ? Number(line[1]) : undefined;
+  return metricSample(text, name, {
+    stream: bus.streamName(QUEUE.stream),
+    consumer: QUEUE.consumer,
+    service: 'bus-test',
+  });
 }
 
 describe('JetStream consumer metrics', () => {

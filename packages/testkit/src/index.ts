@@ -1,6 +1,7 @@
 export * from './fake-llm';
 export * from './http-recorder';
 export * from './infra';
+export * from './metric-sample';
 export * from './otlp-receiver';
 export * from './process';
 export * from './redis-server';

@@ -10,7 +10,7 @@ import {
   memorySearch,
 } from '@jarvis/contracts';
 import { createMetrics, type Metrics } from '@jarvis/telemetry';
-import { waitFor } from '@jarvis/testkit';
+import { metricSample, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCompactionWorker, startExtractionWorker } from '../handlers';
 import { type MemoryFixture, startMemoryFixture } from '../memory-fixture';
@@ -66,19 +66,8 @@ afterAll(async () => {
 
 // A sample's value in the registry's text, by name and exact labels (the service's added).
 async function sample(name: string, labels: Record<string, string> = {}) {
-  const wanted = { ...labels, service: 'memory-test' };
-  for (const line of (await registry.registry.metrics()).split('\n')) {
-    const match = /^([a-z_]+)\{([^}]*)\} (\S+)/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map(([, key, value]) => [key, value]),
-    );
-    const isSame =
-      Object.keys(found).length === Object.keys(wanted).length &&
-      Object.entries(wanted).every(([key, value]) => found[key] === value);
-    if (isSame) return Number(match[3]);
-  }
-  return undefined;
+  const text = await registry.registry.metrics();
+  return metricSample(text, name, { ...labels, service: 'memory-test' });
 }
 
 async function append(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TurnSubmitRequest } from '@jarvis/contracts';
 import { createMetrics, type Metrics, startTelemetry, type Telemetry } from '@jarvis/telemetry';
+import { metricSample } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, findLatestApproval } from '../repositories/approvals-repository';
 import { SAMPLE_TOOLS, startTurnFixture, type TurnFixture } from '../turn-fixture';
@@ -34,26 +35,11 @@ async function runMessage(userId: string, message: string, scheduleId?: string) 
   return submitted;
 }
 
-// A sample's value in the registry's text (OpenMetrics, as /metrics serves it), found by its name
-// and exact labels (the service's included) in any order; undefined when the series is not there.
-async function sample(
-  name: string,
-  labels: Record<string, string> = {},
-): Promise<number | undefined> {
-  const wanted = { ...labels, service: 'orchestrator-test' };
+// A sample's value in the registry's text (OpenMetrics, as /metrics serves it), by its name and
+// exact labels (the service's added); undefined when the series is not there.
+async function sample(name: string, labels: Record<string, string> = {}) {
   const text = await metrics.registry.metrics();
-  for (const line of text.split('\n')) {
-    const match = /^([a-z_]+)\{([^}]*)\} (\S+)/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map(([, key, value]) => [key, value]),
-    );
-    const isSame =
-      Object.keys(found).length === Object.keys(wanted).length &&
-      Object.entries(wanted).every(([key, value]) => found[key] === value);
-    if (isSame) return Number(match[3]);
-  }
-  return undefined;
+  return metricSample(text, name, { ...labels, service: 'orchestrator-test' });
 }
 
 describe('agent metrics', () => {

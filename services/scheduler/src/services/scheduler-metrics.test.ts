@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ScheduleFields, schedulerSchedulesCreate } from '@jarvis/contracts';
 import { createMetrics } from '@jarvis/telemetry';
-import { waitFor } from '@jarvis/testkit';
+import { metricSample, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SchedulerFixture, startSchedulerFixture } from '../scheduler-fixture';
 import { createSchedulerMetrics } from './scheduler-metrics';
@@ -93,13 +93,9 @@ describe('scheduler metrics', () => {
       });
 
       const text = await metrics.registry.metrics();
-      // A series' value by its name and labels (the service's added), in any order.
-      const sample = (name: string, labels: Record<string, string>) => {
-        const wanted = Object.entries({ ...labels, service: 'scheduler-test' })
-          .map(([key, value]) => `(?=[^}]*${key}="${value}")`)
-          .join('');
-        return Number(new RegExp(`^${name}\\{${wanted}[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1]);
-      };
+      // A series' value by its name and exact labels (the service's added).
+      const sample = (name: string, labels: Record<string, string>) =>
+        metricSample(text, name, { ...labels, service: 'scheduler-test' });
       for (const [status, runs] of Object.entries(byStatus)) {
         const counted = sample('jarvis_schedule_occurrences_total', {
           action_type: 'remind',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { publishUserEvent } from '@jarvis/bus';
 import type { UserEvent } from '@jarvis/contracts';
 import { createMetrics } from '@jarvis/telemetry';
-import { waitFor } from '@jarvis/testkit';
+import { metricSample, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToolsMetrics } from '../../tools-metrics';
 import { putSettings } from '../settings-repository';
@@ -40,11 +40,13 @@ function missionEnded(report: string): UserEvent {
   };
 }
 
-async function deliveries(status: string): Promise<number> {
+async function deliveries(status: string) {
   const text = await registry.registry.metrics();
-  const series = `jarvis_notification_deliveries_total{channel="webhook",status="${status}",service="tools-test"}`;
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  return line ? Number(line.split(' ')[1]) : 0;
+  return metricSample(text, 'jarvis_notification_deliveries_total', {
+    channel: 'webhook',
+    status,
+    service: 'tools-test',
+  });
 }
 
 describe('notification delivery metrics', () => {

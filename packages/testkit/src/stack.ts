@@ -194,37 +194,11 @@ export class Stack {
 
 const MODELS_FILE = join(ROOT_DIR, 'infra/models.json');
 
-// A bundle imports its npm packages by name, those of the workspace packages it inlined too
-// (pino, prom-client, ...), which pnpm links only into their own package's node_modules: a name
-// services/<name>/ cannot resolve is resolved as from each workspace package in turn (the
-// version that package declares), as the image's flat node_modules holds them. Not from pnpm's
-// hoisted folder of every package: that holds vitest's newer @opentelemetry/api too, and a second
-// copy of it cannot see the tracer provider the SDK registered through the first. A module given
-// as a data: URL, so that plain node loads it; the hooks run on the loader's thread.
-// The test kit is left out: the services do not bundle it, and its test tools are no service's.
-const WORKSPACE_PARENTS = readdirSync(join(ROOT_DIR, 'packages'))
-  .filter((name) => name !== 'testkit')
-  .map((name) => new URL(`../../${name}/package.json`, import.meta.url).href);
-const RESOLVE_HOOKS = `const PARENTS = ${JSON.stringify(WORKSPACE_PARENTS)};
-export async function resolve(specifier, context, next) {
-  try {
-    return await next(specifier, context);
-  } catch (error) {
-    if (error?.code !== 'ERR_MODULE_NOT_FOUND' || /^[./]|^[a-z]+:/.test(specifier)) throw error;
-    for (const parentURL of PARENTS) {
-      try {
-        return await next(specifier, { ...context, parentURL });
-      } catch {
-        // Not a dependency of this workspace package.
-      }
-    }
-    throw error;
-  }
-}`;
-const RESOLVE_FROM_WORKSPACE = `data:text/javascript,${encodeURIComponent(
-  `import { register } from 'node:module';
-register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOKS)}`)});`,
-)}`;
+// Resolves, in a service run from its bundle, the npm packages services/<name>/ cannot reach,
+// as the image's flat node_modules does (bundle-resolve/hooks.mjs says how, and why).
+const RESOLVE_FROM_WORKSPACE = fileURLToPath(
+  new URL('./bundle-resolve/register.mjs', import.meta.url),
+);
 
 // A service's dist/main.js when it was built after the last change to any file it bundles (the
 // source maps of dist/ list them all), so that a test never runs code older than the tree: an

@@ -41,11 +41,20 @@ export function connectTestRedis(): Redis {
 // Polls until check passes; fails with the last error after timeoutMs.
 export async function waitFor<T>(
   check: () => Promise<T | undefined> | T | undefined,
-  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  options: {
+    timeoutMs?: number;
+    intervalMs?: number;
+    what?: string;
+    // An error here ends the wait at once: a check's own errors are retried (a server not
+    // listening yet), so a process that died would otherwise be waited for until the timeout.
+    giveUpIf?: () => Error | undefined;
+  } = {},
 ): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   let lastError: unknown;
   while (Date.now() < deadline) {
+    const fatal = options.giveUpIf?.();
+    if (fatal) throw fatal;
     try {
       const value = await check();
       if (value !== undefined && value !== false) return value;

@@ -111,13 +111,11 @@ export class Stack {
       EMBEDDED_PG_DIR: dataDir,
       EMBEDDED_PG_PORT: String(this.ports.get('postgres') ?? 0),
     });
-    const ready = await waitFor(
-      () => {
-        throwIfExited(managed);
-        return loggedLine(managed.output(), 'embedded postgres ready');
-      },
-      { timeoutMs: this.options.readyTimeoutMs ?? 60_000, what: 'embedded postgres' },
-    );
+    const ready = await waitFor(() => loggedLine(managed.output(), 'embedded postgres ready'), {
+      timeoutMs: this.options.readyTimeoutMs ?? 60_000,
+      what: 'embedded postgres',
+      giveUpIf: () => exitError(managed),
+    });
     this.ports.set('postgres', Number(new URL(String(ready.url)).port));
   }
 
@@ -236,21 +234,19 @@ function mapSources(file: string): string[] {
 export async function waitUntilReady(managed: ManagedProcess, timeoutMs = 60_000): Promise<number> {
   return waitFor(
     async () => {
-      throwIfExited(managed);
       const port = loggedLine(managed.output(), 'listening')?.port;
       if (typeof port !== 'number') return undefined;
       const response = await fetch(`http://127.0.0.1:${port}/readyz`);
       return response.ok ? port : undefined;
     },
-    { timeoutMs, what: `${managed.name} to be ready` },
+    { timeoutMs, what: `${managed.name} to be ready`, giveUpIf: () => exitError(managed) },
   );
 }
 
-function throwIfExited(managed: ManagedProcess): void {
+function exitError(managed: ManagedProcess): Error | undefined {
   const exitCode = managed.child.exitCode;
-  if (exitCode !== null) {
-    throw new Error(`${managed.name} exited with ${exitCode}:\n${managed.output().slice(-4_000)}`);
-  }
+  if (exitCode === null) return undefined;
+  return new Error(`${managed.name} exited with ${exitCode}:\n${managed.output().slice(-4_000)}`);
 }
 
 // The first JSON line of a process' output with this message (services log JSON lines).

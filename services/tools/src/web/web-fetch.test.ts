@@ -246,7 +246,7 @@ describe('web_fetch', () => {
       expect(error).toEqual({
         code: 'forbidden',
         message: expect.stringMatching(
-          /^localhost is (127\.0\.0\.1|::1), a private or local address that OUTBOUND_ALLOWED_HOSTS does not name; web_fetch reaches the public internet/,
+          /^refused to connect: localhost is (127\.0\.0\.1|::1), a private or local address that OUTBOUND_ALLOWED_HOSTS does not name; web_fetch reaches the public internet/,
         ),
       });
     });
@@ -261,7 +261,9 @@ describe('web_fetch', () => {
 
     expect(error).toEqual({
       code: 'forbidden',
-      message: expect.stringMatching(/^127\.0\.0\.2 is a private or local address/),
+      message: expect.stringMatching(
+        /^refused to connect: 127\.0\.0\.2 is a private or local address/,
+      ),
     });
     awayTarget = 'ftp://example.com/file';
     expect(await failure(fetch({ url: `${base}/redirect/away` }))).toEqual({

@@ -148,10 +148,11 @@ async function get(url: URL, options: WebFetchOptions, signal: AbortSignal) {
   });
 }
 
+// Says "refused" first, so the model reads it as a refusal, not a page that failed to load.
 function refusal(error: OutboundRefusedError): BusError {
   return new BusError(
     'forbidden',
-    `${error.message}; web_fetch reaches the public internet, and private hosts only where OUTBOUND_ALLOWED_HOSTS names them`,
+    `refused to connect: ${error.message}; web_fetch reaches the public internet, and private hosts only where OUTBOUND_ALLOWED_HOSTS names them`,
   );
 }
 

@@ -5,11 +5,12 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Bus, ensureUserEventStream, publishUserEvent } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import { notificationsChannelsPut, type UserEvent } from '@jarvis/contracts';
+import { notificationsChannelsPut } from '@jarvis/contracts';
 import {
   NATS_URL,
   REDIS_URL,
   type RecordedRequest,
+  reminderFired,
   Stack,
   startHttpRecorder,
   startTestDatabase,
@@ -59,31 +60,6 @@ function percentiles(values: number[]): Figures {
 }
 
 type Published = { id: string; userIndex: number; at: number };
-
-// What a scheduler replica publishes when a reminder's run has fired (announceRun), with the
-// message id it gives it: the run's key.
-function reminderFired(index: number): { id: string; event: UserEvent } {
-  const scheduleId = randomUUID();
-  const runId = randomUUID();
-  const at = new Date().toISOString();
-  return {
-    id: `schedule-run:${runId}`,
-    event: {
-      type: 'schedule_fired',
-      occurredAt: at,
-      schedule: { id: scheduleId, name: null, kind: 'once', actionType: 'remind', nextRunAt: null },
-      run: {
-        id: runId,
-        scheduleId,
-        scheduledFor: at,
-        startedAt: at,
-        finishedAt: at,
-        status: 'fired',
-      },
-      text: `Reminder ${index}: the meeting starts now`,
-    },
-  };
-}
 
 const database = await startTestDatabase();
 const namespace = uniqueNamespace('bench-notifications');
@@ -155,7 +131,7 @@ try {
   const publish = async (index: number, userIndex: number): Promise<Published> => {
     const user = users[userIndex];
     if (!user) throw new Error(`no user ${userIndex}`);
-    const { id, event } = reminderFired(index);
+    const { id, event } = reminderFired(`Reminder ${index}: the meeting starts now`);
     const at = Date.now();
     await publishUserEvent(connectedBus, user.id, id, event);
     return { id, userIndex, at };

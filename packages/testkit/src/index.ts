@@ -8,3 +8,4 @@ export * from './redis-server';
 export * from './sse-client';
 export * from './stack';
 export * from './stack-fixture';
+export * from './user-events';

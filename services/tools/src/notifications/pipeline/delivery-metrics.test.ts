@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { publishUserEvent } from '@jarvis/bus';
-import type { UserEvent } from '@jarvis/contracts';
 import { createMetrics } from '@jarvis/telemetry';
-import { metricSample, waitFor } from '@jarvis/testkit';
+import { metricSample, missionEnded, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToolsMetrics } from '../../tools-metrics';
 import { putSettings } from '../settings-repository';
@@ -23,22 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fixture?.stop();
 });
-
-function missionEnded(report: string): UserEvent {
-  return {
-    type: 'mission_updated',
-    occurredAt: new Date().toISOString(),
-    mission: {
-      id: randomUUID(),
-      objective: 'Find a flat',
-      status: 'completed',
-      conversationId: randomUUID(),
-    },
-    change: 'ended',
-    reportMessageId: randomUUID(),
-    report,
-  };
-}
 
 async function deliveries(status: string) {
   const text = await registry.registry.metrics();

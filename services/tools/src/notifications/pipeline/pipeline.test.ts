@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type Bus, publishUserEvent } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
-import { notificationsDeliveriesList, notificationsTest, type UserEvent } from '@jarvis/contracts';
-import { waitFor } from '@jarvis/testkit';
+import { notificationsDeliveriesList, notificationsTest } from '@jarvis/contracts';
+import { missionEnded, reminderFired, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putChannel } from '../channels-repository';
 import { createNotifyTool } from '../notify-tool';
@@ -35,41 +35,6 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-function reminder(text: string): UserEvent {
-  const scheduleId = randomUUID();
-  const at = new Date().toISOString();
-  return {
-    type: 'schedule_fired',
-    occurredAt: at,
-    schedule: { id: scheduleId, name: null, kind: 'once', actionType: 'remind', nextRunAt: null },
-    run: {
-      id: randomUUID(),
-      scheduleId,
-      scheduledFor: at,
-      startedAt: at,
-      finishedAt: at,
-      status: 'fired',
-    },
-    text,
-  };
-}
-
-function missionEnded(report: string): UserEvent {
-  return {
-    type: 'mission_updated',
-    occurredAt: new Date().toISOString(),
-    mission: {
-      id: randomUUID(),
-      objective: 'Find a flat',
-      status: 'completed',
-      conversationId: randomUUID(),
-    },
-    change: 'ended',
-    reportMessageId: randomUUID(),
-    report,
-  };
-}
-
 function requestsOf(userId: string): ReceivedRequest[] {
   return fixture.receiver.requests.filter((request) => request.path.startsWith(`/${userId}/`));
 }
@@ -82,7 +47,7 @@ describe('the notification pipeline', () => {
   it('delivers an event once to each subscribed channel, however often it comes', async () => {
     const userId = randomUUID();
     await fixture.addChannels(userId, { ntfy: true });
-    const event = reminder('Call the plumber');
+    const event = reminderFired('Call the plumber').event;
 
     // Published twice, as a scheduler retrying its delivery would.
     await publishUserEvent(fixture.bus, userId, 'schedule-run:plumber', event);
@@ -133,7 +98,12 @@ describe('the notification pipeline', () => {
     });
 
     await publishUserEvent(fixture.bus, userId, `mission:${randomUUID()}:ended`, missionEnded('r'));
-    await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Tea'));
+    await publishUserEvent(
+      fixture.bus,
+      userId,
+      `schedule-run:${randomUUID()}`,
+      reminderFired('Tea').event,
+    );
 
     await waitFor(() => requestsOf(userId).length === 1, { what: 'the reminder' });
     await settle(1_000);
@@ -158,7 +128,12 @@ describe('the notification pipeline', () => {
       `mission:${randomUUID()}:ended`,
       missionEnded('Flat found.'),
     );
-    await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Pills'));
+    await publishUserEvent(
+      fixture.bus,
+      userId,
+      `schedule-run:${randomUUID()}`,
+      reminderFired('Pills').event,
+    );
 
     await waitFor(() => requestsOf(userId).length === 1, { what: 'the reminder' });
     expect(requestsOf(userId)[0]?.body.type).toBe('reminder');
@@ -202,7 +177,12 @@ describe('the notification pipeline', () => {
         ? { status: 429, retryAfterSeconds: 2 }
         : previous(request);
 
-    await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Gym'));
+    await publishUserEvent(
+      fixture.bus,
+      userId,
+      `schedule-run:${randomUUID()}`,
+      reminderFired('Gym').event,
+    );
 
     await waitFor(() => requestsOf(userId).length === 1, { what: 'the first attempt' });
     const retrying = await waitFor(
@@ -240,7 +220,12 @@ describe('the notification pipeline', () => {
           ? { status: 200, delayMs: 4_000 }
           : previous(request);
 
-      await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Oven'));
+      await publishUserEvent(
+        fixture.bus,
+        userId,
+        `schedule-run:${randomUUID()}`,
+        reminderFired('Oven').event,
+      );
 
       await waitFor(() => requestsOf(userId).length === 2, {
         timeoutMs: 10_000,
@@ -273,8 +258,18 @@ describe('the notification pipeline', () => {
       return previous(request);
     };
 
-    await publishUserEvent(fixture.bus, failing, `schedule-run:${randomUUID()}`, reminder('A'));
-    await publishUserEvent(fixture.bus, refused, `schedule-run:${randomUUID()}`, reminder('B'));
+    await publishUserEvent(
+      fixture.bus,
+      failing,
+      `schedule-run:${randomUUID()}`,
+      reminderFired('A').event,
+    );
+    await publishUserEvent(
+      fixture.bus,
+      refused,
+      `schedule-run:${randomUUID()}`,
+      reminderFired('B').event,
+    );
 
     const gaveUp = await waitFor(
       async () => {
@@ -321,7 +316,12 @@ describe('the notification pipeline', () => {
         isConfirmed: true,
       });
 
-      await publishUserEvent(fixture.bus, userId, `schedule-run:${randomUUID()}`, reminder('Key'));
+      await publishUserEvent(
+        fixture.bus,
+        userId,
+        `schedule-run:${randomUUID()}`,
+        reminderFired('Key').event,
+      );
 
       const failed = await waitFor(
         async () => {

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, publishUserEvent } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import type { UserEvent } from '@jarvis/contracts';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
-import { waitFor } from '@jarvis/testkit';
+import { reminderFired, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createWebhookSender } from '../senders/webhook';
 import { type NotificationPipeline, startNotificationPipeline } from './pipeline';
@@ -51,30 +50,6 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-// What a scheduler replica publishes when a reminder's run has fired (announceRun).
-function reminderFired(userId: string, index: number): { id: string; event: UserEvent } {
-  const scheduleId = randomUUID();
-  const runId = randomUUID();
-  const at = new Date().toISOString();
-  return {
-    id: `schedule-run:${runId}`,
-    event: {
-      type: 'schedule_fired',
-      occurredAt: at,
-      schedule: { id: scheduleId, name: null, kind: 'once', actionType: 'remind', nextRunAt: null },
-      run: {
-        id: runId,
-        scheduleId,
-        scheduledFor: at,
-        startedAt: at,
-        finishedAt: at,
-        status: 'fired',
-      },
-      text: `Reminder ${index} of ${userId}`,
-    },
-  };
-}
-
 function percentile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
 }
@@ -94,7 +69,7 @@ it(
 
     const publishedAt = new Map<string, number>();
     const reminders = Array.from({ length: REMINDERS }, (_, index) =>
-      reminderFired(users[index % USERS] ?? '', index),
+      reminderFired(`Reminder ${index} of ${users[index % USERS] ?? ''}`),
     );
     // As the scheduler's deliveries publish them: many at once.
     for (let offset = 0; offset < REMINDERS; offset += 50) {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Id, MESSAGE_MAX_CHARS, MessageRole, PG_INTEGER_MAX, Timestamp } from './common';
 import { defineRpc } from './define';
 import {
+  DOCUMENT_PAGES_MAX,
   DOCUMENT_SOURCE_MAX_CHARS,
   DOCUMENT_TITLE_MAX_CHARS,
   DocumentContentType,
@@ -134,6 +135,8 @@ export const ExportedDocument = z.strictObject({
   metadata: DocumentMetadata,
   sizeChars: Count,
   chunkCount: Count,
+  // A PDF's page count; absent in files from before pages were kept, and for other documents.
+  pages: z.number().int().min(1).max(DOCUMENT_PAGES_MAX).optional(),
   createdAt: Timestamp,
 });
 
@@ -144,6 +147,8 @@ export const ExportedDocumentChunk = z.strictObject({
   index: Count,
   content: z.string(),
   tokenCount: Count,
+  // The page the chunk begins on, when its document has pages.
+  page: z.number().int().min(1).max(DOCUMENT_PAGES_MAX).optional(),
   createdAt: Timestamp,
 });
 

@@ -1,3 +1,4 @@
+export * from './blob-store';
 export * from './bus';
 export * from './bus-error';
 export { describeZodError } from './codec';

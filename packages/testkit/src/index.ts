@@ -1,3 +1,4 @@
+export * from './documents';
 export * from './fake-llm';
 export * from './http-recorder';
 export * from './infra';

@@ -25,6 +25,9 @@ export function screenshotPath(id: string): string {
 
 // One of the user's screenshots. not_found when there is none by that id for this user (never
 // taken, another user's, or pruned after SCREENSHOT_RETENTION_DAYS).
+// GET /v1/screenshots/{id}'s path.
+export const ScreenshotIdParams = z.strictObject({ id: Id });
+
 export const ToolsScreenshotsGetRequest = z.object({ userId: Id, id: Id });
 export type ToolsScreenshotsGetRequest = z.infer<typeof ToolsScreenshotsGetRequest>;
 

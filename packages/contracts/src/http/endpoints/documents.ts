@@ -10,16 +10,24 @@ import {
   memoryDocumentsGet,
   memoryDocumentsList,
 } from '../../memory-documents';
-import { type Endpoint, json } from '../endpoint';
+import { DocumentUploadForm } from '../../tools-documents';
+import { type Endpoint, json, multipart } from '../endpoint';
 
 export const DOCUMENTS_ENDPOINTS: Endpoint[] = [
   {
     method: 'post',
     path: '/v1/memory/documents',
-    summary: 'Add a document (text, Markdown or HTML)',
+    summary: 'Add a document: text as JSON, or a file (PDF, DOCX, HTML, Markdown, text) as a form',
+    description:
+      'As JSON, text you have as text. As multipart/form-data, a file in the field `file` ' +
+      '(up to DOCUMENT_UPLOAD_MAX_BYTES, 25 MiB by default) and an optional `title`: its text ' +
+      'is extracted (a PDF keeps its page numbers, which search results carry as ' +
+      '`metadata.page`). A file that is corrupt, encrypted, of another type than it says or ' +
+      'without text is refused with 400, one too large or with too many pages with 413, and ' +
+      'nothing of it is kept.',
     tag: 'documents',
     auth: 'user',
-    body: json(DocumentIngestBody),
+    body: { ...json(DocumentIngestBody), ...multipart(DocumentUploadForm) },
     status: 201,
     response: json(MemoryDocumentsIngestResponse),
     errors: ['timeout'],

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Id, Usage } from './common';
 import { ErrorInfo } from './errors';
 import { ApprovalRequest } from './orchestrator-approvals';
+import { ToolScreenshot } from './tools-screenshots';
 
 export const TurnDone = z.object({
   type: z.literal('done'),
@@ -46,6 +47,8 @@ const ToolFinished = z.object({
   name: z.string(),
   isError: z.boolean(),
   durationMs: z.number().int().nonnegative(),
+  // The screenshot the tool took (browser_screenshot), for the chat to show.
+  screenshot: ToolScreenshot.optional(),
 });
 
 export const TurnEvent = z.discriminatedUnion('type', [

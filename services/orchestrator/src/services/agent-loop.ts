@@ -6,7 +6,9 @@ import {
   type ModelChatResponse,
   modelChat,
   modelChatCancel,
+  screenshotOf,
   ToolCall,
+  type ToolScreenshot,
   type TurnEvent,
   Usage,
 } from '@jarvis/contracts';
@@ -391,10 +393,13 @@ async function callTool(
   };
   let content: string;
   let error: string | undefined;
+  // Kept whole beside the capped result: the chat and the run view show it.
+  let screenshot: ToolScreenshot | undefined;
   try {
     if (!tool) throw new ToolInputError(`there is no tool named ${call.name}`);
     const result = await withTimeout(tool.run(call.arguments, context), timeoutMs, call.name);
     content = cap(JSON.stringify(result ?? null), deps.settings.toolResultMaxChars);
+    screenshot = screenshotOf(result);
   } catch (failure) {
     error = failure instanceof Error ? failure.message : String(failure);
     const isInputError = failure instanceof ToolInputError;
@@ -414,7 +419,7 @@ async function callTool(
     input: tool
       ? call.arguments
       : { requestedTool: cap(call.name, 200), arguments: call.arguments },
-    output: { result: cap(content, 500) },
+    output: { result: cap(content, 500), ...(screenshot ? { screenshot } : {}) },
     ...(error === undefined ? {} : { error }),
     startedAt,
     durationMs,
@@ -427,6 +432,7 @@ async function callTool(
     name: call.name,
     isError: error !== undefined,
     durationMs,
+    ...(screenshot ? { screenshot } : {}),
   });
   return content;
 }

@@ -4,7 +4,7 @@ import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BlobStore, openBlobStore } from './blob-store';
 import type { Bus } from './bus';
-import { catchBusError, connectTestBus } from './testing';
+import { catchBusError, connectTestBus, storedBlobNames } from './testing';
 
 // The object store on the machine's real NATS (JetStream), in a namespace of this file's own.
 const BUCKET = 'blobs';
@@ -66,6 +66,9 @@ describe('openBlobStore', () => {
 
     expect(await store.get('gone')).toBeUndefined();
     expect(await store.get('never-there')).toBeUndefined();
+    expect(await storedBlobNames(bus, BUCKET)).not.toContain('gone');
+    expect(await storedBlobNames(bus, BUCKET)).toContain('a');
+    expect(await storedBlobNames(bus, 'never-opened')).toEqual([]);
   });
 
   it('refuses bytes past the limit before writing anything', async () => {

@@ -44,6 +44,21 @@ export async function sendRaw(bus: Bus, subject: string, body: unknown): Promise
   return JSON.parse(new TextDecoder().decode(reply.data));
 }
 
+// The names of the objects a blob store bucket holds now (not deleted, not expired): what a test
+// expects to be empty after a refused or finished upload. An absent bucket holds none.
+export async function storedBlobNames(bus: Bus, bucket: string): Promise<string[]> {
+  const jsm = await bus.nc.jetstreamManager();
+  const stream = `OBJ_${bus.streamName(bucket)}`;
+  const exists = await jsm.streams.info(stream).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) return [];
+  const store = await bus.nc.jetstream().views.os(bus.streamName(bucket));
+  const objects = await store.list();
+  return objects.map((object) => object.name).sort();
+}
+
 export type PrivateNats = {
   url: string;
   // Kills the server (as an outage would) and removes its storage.

@@ -1,0 +1,163 @@
+import { BusError, isBusError } from '@jarvis/bus';
+import { type OutboundGuard, OutboundRefusedError } from '@jarvis/net-guard';
+import type { Page } from 'playwright-core';
+import { htmlToText } from '../web/html-to-text';
+import type { RunPage } from './browser-pool';
+
+// Links a page read returns at most, and the characters of each one's text.
+const MAX_LINKS = 50;
+const LINK_TEXT_MAX_CHARS = 120;
+
+export type PageLink = { text: string; url: string };
+export type PageReading = {
+  url: string;
+  status: number | undefined;
+  title: string | undefined;
+  text: string;
+  truncated: boolean;
+  links: PageLink[];
+};
+
+// A URL the browser may be asked to open: http(s), and not an address the guard refuses as
+// written (a name is checked by the proxy when Chromium connects, at every hop).
+export function parseBrowserUrl(text: string, guard: OutboundGuard): URL {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (!url) throw new BusError('bad_request', `url: ${text} is not an absolute URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new BusError(
+      'bad_request',
+      `url: the browser opens http and https URLs, not ${url.protocol}`,
+    );
+  }
+  try {
+    guard.connectOptions(url);
+  } catch (error) {
+    if (error instanceof OutboundRefusedError) throw refusal(error.message);
+    throw error;
+  }
+  return url;
+}
+
+// Opens `url` in the run's page and waits for its load event. Every failure comes back in words
+// the model can act on: refused, too big, too slow, a download, or the page's own error.
+export async function navigate(run: RunPage, url: URL): Promise<number | undefined> {
+  const { page, session, limits } = run;
+  session.resetBytes();
+  const refusedBefore = session.refusals().length;
+  let isDownload = false;
+  const onDownload = () => {
+    isDownload = true;
+  };
+  page.on('download', onDownload);
+  try {
+    const response = await page.goto(url.href, {
+      waitUntil: 'load',
+      timeout: limits.pageTimeoutMs,
+    });
+    const refused = refusalOfMainFrame(page, session.refusals().slice(refusedBefore));
+    if (refused) throw refusal(refused.message);
+    if (session.bytesReceived() > limits.pageMaxBytes) throw await tooBig(run, url);
+    if (isDownload) throw downloadRefused(url);
+    return response?.status();
+  } catch (error) {
+    if (isBusError(error)) throw error;
+    const refused = session.refusals().slice(refusedBefore);
+    const message = error instanceof Error ? error.message : String(error);
+    if (isDownload || message.includes('Download is starting')) throw downloadRefused(url);
+    if (session.bytesReceived() > limits.pageMaxBytes) throw await tooBig(run, url);
+    // The proxy refused the page's own connection (a CONNECT answered 403 fails the navigation).
+    const first = refused.find((each) => sameHost(each.host, url.hostname)) ?? refused[0];
+    if (first && /ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_ABORTED|ERR_EMPTY/.test(message)) {
+      throw refusal(first.message);
+    }
+    if (error instanceof Error && error.name === 'TimeoutError') {
+      throw new BusError(
+        'timeout',
+        `${url.href} did not finish loading within ${limits.pageTimeoutMs / 1_000} s`,
+      );
+    }
+    if (page.isClosed())
+      throw new BusError('timeout', `${url.href} was closed: the call's time was up`);
+    throw new BusError('unavailable', `could not load ${url.href}: ${firstLine(message)}`);
+  } finally {
+    page.off('download', onDownload);
+  }
+}
+
+// The page as a reader sees it after its scripts ran: title, readable text of the rendered DOM
+// (the same conversion web_fetch uses), and its links.
+export async function readPage(page: Page, maxChars: number): Promise<Omit<PageReading, 'status'>> {
+  const html = await page.content();
+  const { title, text } = htmlToText(html);
+  // Raw href attributes, made absolute here against the page's address.
+  const hrefs = await page.$$eval('a[href]', (anchors) =>
+    anchors.map((anchor) => ({
+      text: (anchor.textContent ?? '').replace(/\s+/g, ' ').trim(),
+      href: anchor.getAttribute('href') ?? '',
+    })),
+  );
+  const links: PageLink[] = [];
+  for (const { text: linkText, href } of hrefs) {
+    const url = URL.canParse(href, page.url()) ? new URL(href, page.url()) : undefined;
+    if (url?.protocol !== 'http:' && url?.protocol !== 'https:') continue;
+    links.push({ text: linkText.slice(0, LINK_TEXT_MAX_CHARS), url: url.href });
+    if (links.length === MAX_LINKS) break;
+  }
+  return {
+    url: page.url(),
+    title: title ?? ((await page.title()) || undefined),
+    text: text.slice(0, maxChars),
+    truncated: text.length > maxChars,
+    links,
+  };
+}
+
+// Says "refused" first, as web_fetch does, so the model reads it as a refusal, not a page that
+// failed to load.
+export function refusal(reason: string): BusError {
+  return new BusError(
+    'forbidden',
+    `refused to connect: ${reason}; the browser reaches the public internet, and private hosts only where OUTBOUND_ALLOWED_HOSTS names them`,
+  );
+}
+
+// A plain-http navigation the proxy refused still "loads": Chromium shows the proxy's 403 as the
+// page. It is a refusal when a refused connection was to the host the page ended on.
+function refusalOfMainFrame(
+  page: Page,
+  refused: OutboundRefusedError[],
+): OutboundRefusedError | undefined {
+  if (refused.length === 0) return undefined;
+  const host = URL.canParse(page.url()) ? new URL(page.url()).hostname : '';
+  return refused.find((each) => sameHost(each.host, host));
+}
+
+function sameHost(a: string, b: string): boolean {
+  const bare = (host: string) =>
+    host
+      .replace(/^\[(.*)\]$/, '$1')
+      .toLowerCase()
+      .replace(/\.$/, '');
+  return bare(a) === bare(b);
+}
+
+// The proxy has cut the session off; the page goes with it, so the run's next call starts clean.
+async function tooBig(run: RunPage, url: URL): Promise<BusError> {
+  const maxBytes = run.limits.pageMaxBytes;
+  await run.discard();
+  return new BusError(
+    'payload_too_large',
+    `${url.href} received more than ${Math.round(maxBytes / 1_000_000)} MB; the browser stops a page past that`,
+  );
+}
+
+function downloadRefused(url: URL): BusError {
+  return new BusError(
+    'bad_request',
+    `${url.href} started a file download; the browser does not download files (web_fetch reads text files)`,
+  );
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}

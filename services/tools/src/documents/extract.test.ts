@@ -1,0 +1,283 @@
+import { deflateRawSync } from 'node:zlib';
+import { DOCX_MEDIA_TYPE, PDF_MEDIA_TYPE } from '@jarvis/contracts';
+import {
+  encryptedPdf,
+  makeDocx,
+  makeDocxWithEntries,
+  makeDocxZipBomb,
+  makePdf,
+  makeZip,
+} from '@jarvis/testkit';
+import { describe, expect, it } from 'vitest';
+import { type ExtractLimits, extractDocument } from './extract';
+
+const LIMITS: ExtractLimits = {
+  maxPages: 2_000,
+  timeoutMs: 60_000,
+  memoryMb: 512,
+  maxTextChars: 2_000_000,
+  maxUnzippedBytes: 200 * 1024 * 1024,
+};
+
+function utf8(text: string): Uint8Array {
+  return new TextEncoder().encode(text);
+}
+
+describe('extractDocument: PDF', () => {
+  it('reads each page and says where each begins in the text', async () => {
+    const pages = [
+      'Lisbon trip\nFly out on June 3.',
+      'Hotel: Casa do Rio, two nights.',
+      '',
+      'Return flight on June 9.',
+    ];
+    const pdf = await makePdf({ pages, title: 'Summer plans' });
+
+    const document = await extractDocument(pdf, { filename: 'plans.pdf' }, LIMITS);
+
+    expect(document).toMatchObject({ mediaType: PDF_MEDIA_TYPE, title: 'Summer plans', pages: 4 });
+    const starts = document.pageStarts ?? [];
+    expect(starts).toHaveLength(4);
+    expect(starts[0]).toBe(0);
+    const pageText = (index: number) =>
+      document.text.slice(starts[index], starts[index + 1] ?? document.text.length).trim();
+    expect(pageText(0)).toBe('Lisbon trip\nFly out on June 3.');
+    expect(pageText(1)).toBe('Hotel: Casa do Rio, two nights.');
+    expect(pageText(2)).toBe('');
+    expect(pageText(3)).toBe('Return flight on June 9.');
+    expect(starts.every((start, index) => index === 0 || start > (starts[index - 1] ?? 0))).toBe(
+      true,
+    );
+  });
+
+  it('believes the content, not a generic declared type', async () => {
+    const pdf = await makePdf({ pages: ['Only page'] });
+
+    const document = await extractDocument(
+      pdf,
+      { filename: 'scan', declaredType: 'application/octet-stream' },
+      LIMITS,
+    );
+
+    expect(document).toMatchObject({ mediaType: PDF_MEDIA_TYPE, pages: 1, text: 'Only page' });
+    expect(document.title).toBeUndefined();
+  });
+
+  it('refuses an encrypted PDF, saying it has a password', async () => {
+    await expect(
+      extractDocument(await encryptedPdf(), { filename: 'secret.pdf' }, LIMITS),
+    ).rejects.toMatchObject({ code: 'bad_request', message: expect.stringMatching(/password/) });
+  });
+
+  it('refuses a truncated PDF as damaged', async () => {
+    const pdf = await makePdf({ pages: ['Some text', 'More text'] });
+
+    await expect(
+      extractDocument(pdf.subarray(0, 200), { filename: 'cut.pdf' }, LIMITS),
+    ).rejects.toMatchObject({ code: 'bad_request', message: expect.stringMatching(/damaged/) });
+  });
+
+  it('refuses a PDF header followed by garbage as damaged', async () => {
+    const bytes = utf8(`%PDF-1.7\n${'garbage '.repeat(500)}`);
+
+    await expect(extractDocument(bytes, { filename: 'bad.pdf' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/damaged/),
+    });
+  });
+
+  it('refuses a 10,000-page PDF quickly, before reading its pages', async () => {
+    const pdf = await makePdf({ pages: 10_000, blank: true });
+
+    const started = performance.now();
+    await expect(extractDocument(pdf, { filename: 'huge.pdf' }, LIMITS)).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'The PDF has 10000 pages; at most 2000 can be imported.',
+    });
+    expect(performance.now() - started).toBeLessThan(5_000);
+  }, 60_000);
+
+  it('refuses a PDF without text (scanned images)', async () => {
+    const pdf = await makePdf({ pages: 3, blank: true });
+
+    await expect(extractDocument(pdf, { filename: 'scan.pdf' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/no text/),
+    });
+  });
+
+  it('refuses a PDF with more text than the limit', async () => {
+    const pdf = await makePdf({ pages: 50 });
+
+    await expect(
+      extractDocument(pdf, { filename: 'long.pdf' }, { ...LIMITS, maxTextChars: 200 }),
+    ).rejects.toMatchObject({ code: 'payload_too_large', message: expect.stringMatching(/200/) });
+  });
+
+  it('ends a reading that takes longer than its time', async () => {
+    const pdf = await makePdf({ pages: 400 });
+
+    await expect(
+      extractDocument(pdf, { filename: 'slow.pdf' }, { ...LIMITS, timeoutMs: 50 }),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/took longer than 50 ms/),
+    });
+  }, 30_000);
+});
+
+describe('extractDocument: DOCX', () => {
+  it('reads the paragraphs and the title', async () => {
+    const docx = await makeDocx({
+      paragraphs: ['Minutes of the board', 'The budget was approved.'],
+      title: 'Board minutes',
+    });
+
+    const document = await extractDocument(docx, { filename: 'minutes.docx' }, LIMITS);
+
+    expect(document).toEqual({
+      mediaType: DOCX_MEDIA_TYPE,
+      title: 'Board minutes',
+      text: 'Minutes of the board\n\nThe budget was approved.',
+    });
+  });
+
+  it('refuses a zip bomb by the sizes its headers declare', async () => {
+    const started = performance.now();
+    await expect(
+      extractDocument(makeDocxZipBomb(), { filename: 'bomb.docx' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'The DOCX unpacks to more than 200 MiB; it looks like a zip bomb.',
+    });
+    expect(performance.now() - started).toBeLessThan(5_000);
+  }, 30_000);
+
+  it('refuses a zip bomb whose headers lie about its size', async () => {
+    const bomb = makeDocxZipBomb({ declaredSize: 10_000 });
+
+    await expect(extractDocument(bomb, { filename: 'bomb.docx' }, LIMITS)).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'The DOCX unpacks to more than its headers declare; it looks like a zip bomb.',
+    });
+  }, 30_000);
+
+  it('refuses a DOCX of tens of thousands of entries', async () => {
+    await expect(
+      extractDocument(makeDocxWithEntries(20_000), { filename: 'many.docx' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(/20003 files/),
+    });
+  });
+
+  it('refuses a ZIP archive that is not a Word document', async () => {
+    const zip = makeZip([{ name: 'notes.txt', data: 'hello' }]);
+
+    await expect(extractDocument(zip, { filename: 'notes.docx' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file is a ZIP archive but not a Word (DOCX) document.',
+    });
+  });
+
+  it('refuses a DOCX whose document is not XML', async () => {
+    const docx = makeZip([
+      { name: '[Content_Types].xml', data: '<Types/>' },
+      { name: 'word/document.xml', data: deflateRawSync(Buffer.from('not xml')) },
+    ]);
+
+    await expect(extractDocument(docx, { filename: 'odd.docx' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+    });
+  });
+});
+
+describe('extractDocument: text', () => {
+  it('passes HTML on as it is, with its title', async () => {
+    const html = '<!doctype html><title>Trip &amp; plans</title><p>Day one</p>';
+
+    const document = await extractDocument(utf8(html), { filename: 'trip.html' }, LIMITS);
+
+    expect(document).toEqual({ mediaType: 'text/html', title: 'Trip & plans', text: html });
+  });
+
+  it('takes Markdown and plain text by name or declared type, dropping a BOM', async () => {
+    await expect(
+      extractDocument(utf8('\uFEFF# Notes\n\nHello'), { filename: 'notes.md' }, LIMITS),
+    ).resolves.toEqual({ mediaType: 'text/markdown', text: '# Notes\n\nHello' });
+    await expect(
+      extractDocument(utf8('a,b\n1,2'), { filename: 'x', declaredType: 'text/csv' }, LIMITS),
+    ).resolves.toEqual({ mediaType: 'text/plain', text: 'a,b\n1,2' });
+  });
+
+  it('refuses text that is not UTF-8, or has NUL in it', async () => {
+    const latin1 = Buffer.from('Caf\xe9 au lait', 'latin1');
+    const utf16 = Buffer.from('\uFEFFhello', 'utf16le');
+
+    for (const bytes of [latin1, utf16, utf8('a\u0000b')]) {
+      await expect(extractDocument(bytes, { filename: 'notes.txt' }, LIMITS)).rejects.toMatchObject(
+        { code: 'bad_request', message: expect.stringMatching(/not plain text/) },
+      );
+    }
+  });
+
+  it('refuses an empty file and a file of only white space', async () => {
+    await expect(extractDocument(new Uint8Array(0), {}, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file is empty.',
+    });
+    await expect(extractDocument(utf8(' \n\t'), {}, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file has no text.',
+    });
+  });
+});
+
+describe('extractDocument: content that does not match its type', () => {
+  it('refuses a PDF named or declared as something else', async () => {
+    const pdf = await makePdf({ pages: ['text'] });
+
+    await expect(extractDocument(pdf, { filename: 'a.docx' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file is named a.docx but its content is a PDF, not a Word (DOCX) document.',
+    });
+    await expect(
+      extractDocument(pdf, { filename: 'a.pdf', declaredType: 'text/plain' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file is declared as text/plain but its content is a PDF, not plain text.',
+    });
+  });
+
+  it('refuses text named as a PDF, and a DOCX declared as a PDF', async () => {
+    const docx = await makeDocx({ paragraphs: ['x'] });
+
+    await expect(
+      extractDocument(utf8('just text'), { filename: 'fake.pdf' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'The file is named fake.pdf but its content is text, not a PDF.',
+    });
+    await expect(
+      extractDocument(docx, { filename: 'a.docx', declaredType: 'application/pdf' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/declared as application\/pdf but its content is a ZIP/),
+    });
+  });
+
+  it('refuses an image, whatever it is called', async () => {
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+
+    await expect(extractDocument(png, { filename: 'photo.pdf' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^The file is named photo.pdf but its content is not a PDF/),
+    });
+    await expect(
+      extractDocument(png, { filename: 'photo.png', declaredType: 'image/png' }, LIMITS),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^Files of type image\/png cannot be imported/),
+    });
+  });
+});

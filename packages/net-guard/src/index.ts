@@ -1,2 +1,3 @@
 export { type AllowedHost, OutboundAllowedHosts } from './allowed-hosts';
+export * from './forward-proxy';
 export * from './outbound-guard';

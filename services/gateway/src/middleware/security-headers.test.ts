@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 describe('security headers', () => {
-  it('allow styles, fonts and images from this origin only, and no inline style', async () => {
+  it('allow styles, fonts and images from this origin only (and its own blob: images), and no inline style', async () => {
     const response = await fetch(url);
     const policy = Object.fromEntries(
       (response.headers.get('content-security-policy') ?? '').split(';').map((directive) => {
@@ -46,7 +46,7 @@ describe('security headers', () => {
       'script-src-attr': "'none'",
       'style-src': "'self'",
       'font-src': "'self'",
-      'img-src': "'self'",
+      'img-src': "'self' blob:",
       'object-src': "'none'",
     });
     expect(policy).not.toHaveProperty('upgrade-insecure-requests');

@@ -18,6 +18,13 @@ export type ApiClient = {
   send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T>;
   // The raw response (after the status check), for streams.
   open(path: string, init: RequestInit): Promise<Response>;
+  // A multipart POST (a file upload), with the share of the body sent so far (0 to 1).
+  upload<T>(path: string, form: FormData, options?: UploadOptions): Promise<T>;
+};
+
+export type UploadOptions = {
+  onProgress?: (sentShare: number) => void;
+  signal?: AbortSignal;
 };
 
 function hasErrorBody(value: unknown): value is ErrorBody {
@@ -26,12 +33,23 @@ function hasErrorBody(value: unknown): value is ErrorBody {
   return typeof error === 'object' && error !== null && 'message' in error && 'code' in error;
 }
 
+function errorOf(status: number, body: unknown): ApiError {
+  if (hasErrorBody(body)) return new ApiError(status, body.error.code, body.error.message);
+  return new ApiError(status, 'http_error', `the server answered ${status}`);
+}
+
 async function toApiError(response: Response): Promise<ApiError> {
-  const body: unknown = await response.json().catch(() => undefined);
-  if (hasErrorBody(body)) {
-    return new ApiError(response.status, body.error.code, body.error.message);
+  return errorOf(response.status, await response.json().catch(() => undefined));
+}
+
+const OFFLINE_MESSAGE = 'Jarvis cannot be reached. Check your connection.';
+
+function parseJsonText(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
   }
-  return new ApiError(response.status, 'http_error', `the server answered ${response.status}`);
 }
 
 // Bodies are trusted to match the API's contracts (they are its own types); nothing read from
@@ -52,7 +70,7 @@ export function createApiClient(apiKey: string, onUnauthorized: () => void): Api
       response = await fetch(path, { ...init, headers });
     } catch (error) {
       if (error instanceof DOMException && error.name === 'AbortError') throw error;
-      throw new ApiError(0, 'offline', 'Jarvis cannot be reached. Check your connection.');
+      throw new ApiError(0, 'offline', OFFLINE_MESSAGE);
     }
     if (response.ok) return response;
     const apiError = await toApiError(response);
@@ -60,8 +78,40 @@ export function createApiClient(apiKey: string, onUnauthorized: () => void): Api
     throw apiError;
   }
 
+  // XMLHttpRequest rather than fetch: fetch tells nothing of a request body's progress, and a
+  // 25 MiB file on a slow uplink takes long enough that the user should see it move.
+  function upload<T>(path: string, form: FormData, options: UploadOptions = {}): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const request = new XMLHttpRequest();
+      request.open('POST', path);
+      request.setRequestHeader('authorization', `Bearer ${apiKey}`);
+      request.setRequestHeader('accept', 'application/json');
+      request.upload.addEventListener('progress', (event) => {
+        if (event.lengthComputable && event.total > 0) {
+          options.onProgress?.(event.loaded / event.total);
+        }
+      });
+      request.addEventListener('load', () => {
+        const body = parseJsonText(request.responseText);
+        if (request.status >= 200 && request.status < 300) {
+          resolve(body as T);
+          return;
+        }
+        if (request.status === 401) onUnauthorized();
+        reject(errorOf(request.status, body));
+      });
+      request.addEventListener('error', () => reject(new ApiError(0, 'offline', OFFLINE_MESSAGE)));
+      request.addEventListener('abort', () =>
+        reject(new DOMException('the upload was cancelled', 'AbortError')),
+      );
+      options.signal?.addEventListener('abort', () => request.abort(), { once: true });
+      request.send(form);
+    });
+  }
+
   return {
     open,
+    upload,
     async get(path) {
       return readJson(await open(path, { headers: { accept: 'application/json' } }));
     },

@@ -5,6 +5,7 @@ import type {
   HistoryMessage,
   MemoryConversationsListResponse,
   MemoryMessagesListResponse,
+  ToolScreenshot,
   Usage,
   UserEvent,
 } from '@jarvis/contracts';
@@ -12,6 +13,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { type ApiClient, ApiError, withQuery } from './api-client';
 import { sendChatMessage } from './chat-stream';
 import { summariseArguments } from './format';
+import { asScreenshot } from './screenshot';
 import type { UserEventsFeed } from './user-events';
 
 type ToolStep = {
@@ -20,6 +22,8 @@ type ToolStep = {
   summary: string;
   status: 'running' | 'ok' | 'error';
   durationMs?: number;
+  // What the tool took a picture of (browser_screenshot), shown under the steps.
+  screenshot?: ToolScreenshot;
 };
 
 export type ApprovalCard = ApprovalRequest & {
@@ -283,15 +287,16 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
             onToolFinished: (event) =>
               updateAssistant(replyKey, (entry) => ({
                 ...entry,
-                tools: entry.tools.map((tool) =>
-                  tool.id === event.toolCallId
-                    ? {
-                        ...tool,
-                        status: event.isError ? 'error' : 'ok',
-                        durationMs: event.durationMs,
-                      }
-                    : tool,
-                ),
+                tools: entry.tools.map((tool) => {
+                  if (tool.id !== event.toolCallId) return tool;
+                  const screenshot = asScreenshot(event.screenshot);
+                  return {
+                    ...tool,
+                    status: event.isError ? 'error' : 'ok',
+                    durationMs: event.durationMs,
+                    ...(screenshot ? { screenshot } : {}),
+                  };
+                }),
               })),
           },
         );

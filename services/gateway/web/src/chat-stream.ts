@@ -6,7 +6,10 @@ type ToolStarted = Extract<TurnEvent, { type: 'tool_started' }>;
 type ToolFinished = Extract<TurnEvent, { type: 'tool_finished' }>;
 
 type ToolStartedEvent = Pick<ToolStarted, 'toolCallId' | 'name' | 'arguments'>;
-type ToolFinishedEvent = Pick<ToolFinished, 'toolCallId' | 'name' | 'isError' | 'durationMs'>;
+type ToolFinishedEvent = Pick<
+  ToolFinished,
+  'toolCallId' | 'name' | 'isError' | 'durationMs' | 'screenshot'
+>;
 
 export type ChatStreamHandlers = {
   // The turn was queued: its ids, so it can be cancelled while it runs.

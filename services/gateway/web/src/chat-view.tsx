@@ -4,9 +4,23 @@ import type { ApprovalCard, AssistantEntry, ChatEntry } from './chat-store';
 import { useChatState } from './chat-store';
 import { AppLink, ErrorNotice, StatusBadge } from './components';
 import { formatDuration, formatTokens, summariseArguments } from './format';
+import { Screenshot } from './screenshot';
 
 function ToolSteps({ entry }: { entry: AssistantEntry }) {
   if (entry.tools.length === 0) return null;
+  return (
+    <>
+      <ToolStepList entry={entry} />
+      {entry.tools.map((tool) =>
+        tool.screenshot ? (
+          <Screenshot key={tool.id} shot={tool.screenshot} label={`Screenshot by ${tool.name}`} />
+        ) : null,
+      )}
+    </>
+  );
+}
+
+function ToolStepList({ entry }: { entry: AssistantEntry }) {
   return (
     <ol class="tool-steps" aria-label="Tool steps">
       {entry.tools.map((tool) => (

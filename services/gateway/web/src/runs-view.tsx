@@ -1,4 +1,10 @@
-import type { RunStatus, RunSummary, RunsGetResponse, RunsListResponse } from '@jarvis/contracts';
+import type {
+  RunStatus,
+  RunStep,
+  RunSummary,
+  RunsGetResponse,
+  RunsListResponse,
+} from '@jarvis/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { withQuery } from './api-client';
 import { useApp } from './app-context';
@@ -13,6 +19,7 @@ import {
 } from './components';
 import { formatCost, formatDateTime, formatDuration, formatTokens } from './format';
 import { RunTimeline } from './run-timeline';
+import { asScreenshot, Screenshot } from './screenshot';
 import { traceExploreUrl } from './trace-link';
 import { useMe } from './use-me';
 import { useResource } from './use-resource';
@@ -40,6 +47,12 @@ function CopyButton({ text }: { text: string }) {
       {isCopied ? 'Copied' : 'Copy'}
     </button>
   );
+}
+
+// A tool step that took a screenshot shows it, outside the folded input and output.
+function StepScreenshot({ step }: { step: RunStep }) {
+  const shot = step.kind === 'tool' ? asScreenshot(step.output.screenshot) : undefined;
+  return shot ? <Screenshot shot={shot} label={`Screenshot by ${step.name}`} /> : null;
 }
 
 export function RunDetailView({ id }: { id: string }) {
@@ -133,6 +146,7 @@ export function RunDetailView({ id }: { id: string }) {
               {step.costUsd > 0 ? <span class="muted">{formatCost(step.costUsd)}</span> : null}
             </p>
             {step.error ? <ErrorNotice message={step.error} /> : null}
+            <StepScreenshot step={step} />
             <details>
               <summary>Input and output</summary>
               <h3>Input</h3>

@@ -245,6 +245,9 @@ describe('the guarded forward proxy', () => {
     const names = loopbackNamesInHosts();
     const authorities = [
       `127.0.0.1:${countPort}`,
+      `127.0.0.1.:${countPort}`,
+      `%31%32%37.0.0.1:${countPort}`,
+      `LOCALHOST:${countPort}`,
       `127.1:${countPort}`,
       `2130706433:${countPort}`,
       `0x7f000001:${countPort}`,
@@ -478,6 +481,30 @@ describe('the guarded forward proxy', () => {
     expect((await received).length).toBeLessThan(1_000);
     expect(session.bytesReceived()).toBeGreaterThan(1_000);
     session.close();
+  });
+
+  it('cuts every tunnel when it closes, and stops listening', async () => {
+    const guard = createOutboundGuard(OutboundAllowedHosts.parse(`127.0.0.1:${echoPort}`));
+    const closing = await startGuardedProxy({ guard });
+    const session = closing.openSession({ maxBytes: 1_000_000 });
+    const { port } = new URL(closing.url);
+    const tunnel = await new Promise<Socket>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write(
+          `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nProxy-Authorization: ${authorization(session)}\r\n\r\n`,
+        ),
+      );
+      socket.once('data', () => resolve(socket));
+      socket.on('error', reject);
+    });
+    await closing.close();
+    await closed(tunnel);
+    const refused = await new Promise<string>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('connect', () => resolve('connected'));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+    });
+    expect(refused).toBe('ECONNREFUSED');
   });
 
   it('closes a session: its tunnels are cut and its credentials get 407, other sessions go on', async () => {

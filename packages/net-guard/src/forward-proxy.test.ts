@@ -19,7 +19,7 @@ const BIG_BODY = 'x'.repeat(20_000);
 
 let site: Server; // the allowed HTTP server
 let sitePort: number;
-const siteRequests: { url: string; headers: Record<string, unknown> }[] = [];
+const siteRequests: { url: string; headers: Record<string, unknown>; body?: string }[] = [];
 let echo: TcpServer; // the allowed TCP server behind CONNECT: says hello, then echoes
 let echoPort: number;
 let counting: TcpServer; // 127.0.0.1 and, where the machine has it, ::1 on one port
@@ -52,6 +52,18 @@ function loopbackNamesInHosts(): string[] {
 
 beforeAll(async () => {
   site = createHttpServer((incoming, response) => {
+    if (incoming.url === '/form') {
+      let body = '';
+      incoming.setEncoding('utf8');
+      incoming.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      incoming.on('end', () => {
+        siteRequests.push({ url: '/form', headers: { ...incoming.headers }, body });
+        response.end('got it');
+      });
+      return;
+    }
     siteRequests.push({ url: incoming.url ?? '', headers: { ...incoming.headers } });
     if (incoming.url === '/big') return response.end(BIG_BODY);
     // The same length, in chunks and with no Content-Length: only counting finds it too long.
@@ -347,6 +359,28 @@ describe('the guarded forward proxy', () => {
     expect(sockets.size).toBe(1);
     expect(await once('Basic eDp5')).toBe(407);
     agent.destroy();
+    session.close();
+  });
+
+  it('sends a request body upstream, and answers 403 to a POST whose name resolves to loopback', async () => {
+    const session = proxy.openSession({ maxBytes: 1_000_000 });
+    const post = (url: string) =>
+      openRaw(
+        `POST ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nContent-Length: 11\r\n` +
+          `Proxy-Authorization: ${authorization(session)}\r\n\r\nhello there`,
+      );
+    const sent = await post(`http://127.0.0.1:${sitePort}/form`);
+    expect(sent.status).toBe(200);
+    expect(siteRequests.at(-1)?.body).toBe('hello there');
+    sent.socket.destroy();
+    // Refused while its body is still coming: the 403 is still the answer.
+    const refused = await openRaw(
+      `POST http://localhost:${countPort}/form HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n` +
+        `Proxy-Authorization: ${authorization(session)}\r\n\r\nthe first bytes`,
+    );
+    expect(refused.status).toBe(403);
+    refused.socket.destroy();
+    expect(hits).toBe(0);
     session.close();
   });
 

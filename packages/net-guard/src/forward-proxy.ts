@@ -348,7 +348,9 @@ export async function startGuardedProxy(options: {
       answer(response, failure.status, failure.text);
     });
     response.on('close', () => upstream.destroy());
-    pipeline(request, upstream, () => {});
+    // A pipe, not a pipeline: a refused upstream must leave the client's socket alive for the 403.
+    request.on('error', () => upstream.destroy());
+    request.pipe(upstream);
   });
 
   server.on('connection', (socket) => {

@@ -1,6 +1,6 @@
 import { BusError, isBusError } from '@jarvis/bus';
 import { type OutboundGuard, OutboundRefusedError } from '@jarvis/net-guard';
-import type { Page } from 'playwright-core';
+import type { Page, Response } from 'playwright-core';
 import { htmlToText } from '../web/html-to-text';
 import type { RunPage } from './browser-pool';
 
@@ -54,7 +54,7 @@ export async function navigate(run: RunPage, url: URL): Promise<number | undefin
       waitUntil: 'load',
       timeout: limits.pageTimeoutMs,
     });
-    const refused = refusalOfMainFrame(page, session.refusals().slice(refusedBefore));
+    const refused = await refusalOfPage(response, session.refusals().slice(refusedBefore));
     if (refused) throw refusal(refused.message);
     if (session.bytesReceived() > limits.pageMaxBytes) throw await tooBig(run, url);
     if (isDownload) throw downloadRefused(url);
@@ -122,14 +122,15 @@ export function refusal(reason: string): BusError {
 }
 
 // A plain-http navigation the proxy refused still "loads": Chromium shows the proxy's 403 as the
-// page. It is a refusal when a refused connection was to the host the page ended on.
-function refusalOfMainFrame(
-  page: Page,
+// page. It is the proxy's when its text is that of a connection it refused during this load (a
+// refused subresource on the same host, which the page survives, is not the page).
+async function refusalOfPage(
+  response: Response | null,
   refused: OutboundRefusedError[],
-): OutboundRefusedError | undefined {
-  if (refused.length === 0) return undefined;
-  const host = URL.canParse(page.url()) ? new URL(page.url()).hostname : '';
-  return refused.find((each) => sameHost(each.host, host));
+): Promise<OutboundRefusedError | undefined> {
+  if (refused.length === 0 || response?.status() !== 403) return undefined;
+  const text = await response.text().catch(() => '');
+  return refused.find((each) => text === `refused to connect: ${each.message}`);
 }
 
 function sameHost(a: string, b: string): boolean {

@@ -7,7 +7,7 @@ import { ErrorNotice, Loading } from './components';
 // The API's own address of one screenshot, and nothing else: the path is fetched with the
 // user's key, so a path that named another host (or another endpoint) would send the key there.
 const SCREENSHOT_PATH =
-  /^\/v1\/screenshots\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  /^\/v1\/screenshots\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function isPositiveInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value > 0;

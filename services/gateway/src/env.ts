@@ -57,6 +57,12 @@ const Env = z.object({
     .int()
     .min(1_024)
     .default(32 * 1_024 * 1_024),
+  // Largest file POST /v1/memory/documents takes as an upload (multipart/form-data), in bytes.
+  DOCUMENT_UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .default(25 * 1_024 * 1_024),
   // Longest a chat request waits for its reply before answering 504 (the turn goes on).
   TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
   // Longest wait for a service to accept a request before answering 503/504.

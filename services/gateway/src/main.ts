@@ -37,6 +37,7 @@ await bootService(
         pool,
         bodyLimitBytes: env.BODY_LIMIT_BYTES,
         importBodyLimitBytes: env.IMPORT_BODY_LIMIT_BYTES,
+        documentUploadMaxBytes: env.DOCUMENT_UPLOAD_MAX_BYTES,
         submitTimeoutMs: env.SERVICE_TIMEOUT_MS,
         turnTimeoutMs: env.TURN_TIMEOUT_MS,
         rateLimit: {

@@ -1,15 +1,32 @@
-import type { Bus } from '@jarvis/bus';
-import { DocumentIngestBody, type GatewayHandler, memoryDocumentsIngest } from '@jarvis/contracts';
+import { type BlobStore, type Bus, openBlobStore } from '@jarvis/bus';
+import {
+  DocumentIngestBody,
+  DocumentUploadForm,
+  type GatewayHandler,
+  memoryDocumentsIngest,
+  UPLOADS_BUCKET,
+  UPLOADS_TTL_MS,
+} from '@jarvis/contracts';
 import { HttpError } from '@jarvis/service-kit';
 import type { RequestHandler, Response } from 'express';
 import { principalOf } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
+import {
+  discardRestOf,
+  importUpload,
+  type ReceivedUpload,
+  receiveUpload,
+} from '../services/document-upload';
 import { exportMemoryLines } from '../services/memory-export';
 import { importMemory } from '../services/memory-import';
 import { requestLines } from '../services/request-lines';
 import { parseBody } from './parse-body';
 
-export type MemoryHandlersDeps = { bus: Bus };
+export type MemoryHandlersDeps = {
+  bus: Bus;
+  // DOCUMENT_UPLOAD_MAX_BYTES: the largest file POST /v1/memory/documents takes as a form.
+  documentUploadMaxBytes: number;
+};
 
 // A whole memory, JSON Lines; far above any other body.
 const IMPORT_FILE_LIMIT_BYTES = 64 * 1_024 * 1_024;
@@ -18,6 +35,8 @@ const NDJSON_TYPES = ['application/x-ndjson', 'text/plain'];
 // Parsed above the general body limit; the NATS payload check is the real bound.
 const DOCUMENT_BODY_LIMIT_BYTES = 4 * 1_024 * 1_024;
 const INGEST_TIMEOUT_MS = 60_000;
+// The title of the form, checked as the JSON body's is.
+const UploadTitle = DocumentUploadForm.pick({ title: true });
 // NATS' own default, for a connection that has not reported its server's limit.
 const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
 // Room in one NATS message besides the document: the user id, the trace headers, the subject.
@@ -64,6 +83,7 @@ export function createMemoryHandlers(
   Extract<GatewayHandler, 'exportMemory' | 'importMemory' | 'ingestDocument'>,
   RequestHandler[]
 > {
+  const uploads = lazyBlobStore(deps.bus);
   return {
     exportMemory: [
       async (req, res) => {
@@ -112,7 +132,32 @@ export function createMemoryHandlers(
       },
     ],
 
+    // One endpoint, two bodies: a form carries a file for the tools service to extract, JSON
+    // carries text.
     ingestDocument: [
+      async (req, res, next) => {
+        if (!req.is('multipart/form-data')) return next();
+        const principal = principalOf(req);
+        let store: BlobStore;
+        let upload: ReceivedUpload;
+        try {
+          store = await uploads();
+          upload = await receiveUpload(req, { store, maxBytes: deps.documentUploadMaxBytes });
+        } catch (error) {
+          await discardRestOf(req, deps.documentUploadMaxBytes);
+          if (!req.complete) res.setHeader('Connection', 'close');
+          throw error;
+        }
+        try {
+          const { title } = parseBody(UploadTitle, { title: upload.title });
+          const imported = await importUpload(deps.bus, principal.userId, { ...upload, title });
+          res.status(201).json(imported);
+        } finally {
+          // The tools service deletes it too once it has read it; this covers a request that
+          // never reached it (not running, or refused before reading).
+          await store.delete(upload.blob).catch(() => undefined);
+        }
+      },
       jsonBody(DOCUMENT_BODY_LIMIT_BYTES),
       async (req, res) => {
         const principal = principalOf(req);
@@ -128,5 +173,20 @@ export function createMemoryHandlers(
         res.status(201).json(ingested);
       },
     ],
+  };
+}
+
+// The uploads bucket, opened on the first upload (not at boot: a gateway that takes no uploads
+// needs no object store) and again after a failed attempt.
+function lazyBlobStore(bus: Bus): () => Promise<BlobStore> {
+  let opening: Promise<BlobStore> | undefined;
+  return () => {
+    opening ??= openBlobStore(bus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS }).catch(
+      (error: unknown) => {
+        opening = undefined;
+        throw error;
+      },
+    );
+    return opening;
   };
 }

@@ -59,6 +59,8 @@ type HarnessOptions = {
   natsUrl?: string;
   // GRAFANA_URL; unset unless a test sets it.
   grafanaUrl?: string;
+  // DOCUMENT_UPLOAD_MAX_BYTES; the production default unless a test sets its own.
+  documentUploadMaxBytes?: number;
 };
 
 type Stopper = () => unknown;
@@ -138,6 +140,7 @@ async function startHarness(
     pool: db.pool,
     bodyLimitBytes: 256 * 1_024,
     importBodyLimitBytes: 32 * 1_024 * 1_024,
+    documentUploadMaxBytes: options.documentUploadMaxBytes ?? 25 * 1_024 * 1_024,
     submitTimeoutMs: 5_000,
     turnTimeoutMs: 30_000,
     stopping: service.stopping,

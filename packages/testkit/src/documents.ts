@@ -68,6 +68,12 @@ export async function encryptedPdf(): Promise<Uint8Array> {
   return new Uint8Array(await readFile(new URL('../fixtures/encrypted.pdf', import.meta.url)));
 }
 
+// The same PDF encrypted with only an owner password (no copying, printing, ...): anyone may
+// open it, as readers do without asking, so its text can be read.
+export async function ownerPasswordPdf(): Promise<Uint8Array> {
+  return new Uint8Array(await readFile(new URL('../fixtures/owner-password.pdf', import.meta.url)));
+}
+
 export type ZipEntry = {
   name: string;
   // The entry's content, or `repeat` copies of `unit` between `prefix` and `suffix` (built

@@ -318,9 +318,10 @@ function formatBytes(bytes: number): string {
   return bytes >= 1 << 20 ? `${Math.round(bytes / (1 << 20))} MiB` : `${bytes} bytes`;
 }
 
+// The parser's own words, for whoever reads the answer closely: its first line, shortened.
 function describe(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.length > 200 ? `${message.slice(0, 200)}...` : message;
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+  return message.length > 160 ? `${message.slice(0, 160)}...` : message;
 }
 
 // An exception here is a bug, not the user's file: it ends the worker with an error that

@@ -7,6 +7,7 @@ import {
   makeDocxZipBomb,
   makePdf,
   makeZip,
+  ownerPasswordPdf,
 } from '@jarvis/testkit';
 import { describe, expect, it } from 'vitest';
 import { type ExtractLimits, extractDocument } from './extract';
@@ -67,6 +68,16 @@ describe('extractDocument: PDF', () => {
     await expect(
       extractDocument(await encryptedPdf(), { filename: 'secret.pdf' }, LIMITS),
     ).rejects.toMatchObject({ code: 'bad_request', message: expect.stringMatching(/password/) });
+  });
+
+  it('reads a PDF encrypted with only an owner password, which opens without one', async () => {
+    const document = await extractDocument(await ownerPasswordPdf(), { filename: 'r.pdf' }, LIMITS);
+
+    expect(document).toMatchObject({
+      mediaType: PDF_MEDIA_TYPE,
+      title: 'Secret plan',
+      text: 'Confidential plan\nThe launch code is in the drawer.',
+    });
   });
 
   it('refuses a truncated PDF as damaged', async () => {
@@ -171,6 +182,42 @@ describe('extractDocument: DOCX', () => {
     });
   });
 
+  it('refuses a DOCX that needs more memory than its worker has', async () => {
+    // 40 MiB of paragraphs, within the unpacked limit: mammoth's tree of it is far over 64 MB.
+    const docx = makeDocxZipBomb({ unzippedBytes: 40 << 20 });
+
+    await expect(
+      extractDocument(
+        docx,
+        { filename: 'big.docx' },
+        { ...LIMITS, memoryMb: 64, maxTextChars: 1_000_000_000 },
+      ),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message:
+        'Reading the document needed more than 64 MB of memory; it is too large or too complex to import.',
+    });
+  }, 60_000);
+
+  it('does not expand XML entities (a billion laughs)', async () => {
+    const entities = ['<!ENTITY lol0 "lol">'];
+    for (let level = 1; level < 10; level += 1) {
+      entities.push(`<!ENTITY lol${level} "${`&lol${level - 1};`.repeat(10)}">`);
+    }
+    const docx = makeZip([
+      { name: '[Content_Types].xml', data: '<Types/>' },
+      {
+        name: 'word/document.xml',
+        data: `<?xml version="1.0"?><!DOCTYPE w:document [${entities.join('')}]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>`,
+      },
+    ]);
+
+    await expect(extractDocument(docx, { filename: 'lol.docx' }, LIMITS)).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^The DOCX is damaged/),
+    });
+  });
+
   it('refuses a ZIP archive that is not a Word document', async () => {
     const zip = makeZip([{ name: 'notes.txt', data: 'hello' }]);
 
@@ -208,6 +255,27 @@ describe('extractDocument: text', () => {
     await expect(
       extractDocument(utf8('a,b\n1,2'), { filename: 'x', declaredType: 'text/csv' }, LIMITS),
     ).resolves.toEqual({ mediaType: 'text/plain', text: 'a,b\n1,2' });
+  });
+
+  it('reads text that mentions a PDF header near its start as text', async () => {
+    const markdown = '# File signatures\n\nA PDF begins with %PDF-1.7 and a ZIP with PK.';
+
+    await expect(
+      extractDocument(utf8(markdown), { filename: 'signatures.md' }, LIMITS),
+    ).resolves.toEqual({ mediaType: 'text/markdown', text: markdown });
+  });
+
+  it('takes unnamed text that starts as an HTML document for HTML, named text for what it is called', async () => {
+    const html = '<!DOCTYPE html><html><head><title>Page</title></head><body>Hi</body></html>';
+
+    await expect(extractDocument(utf8(html), {}, LIMITS)).resolves.toEqual({
+      mediaType: 'text/html',
+      title: 'Page',
+      text: html,
+    });
+    await expect(
+      extractDocument(utf8(html), { filename: 'page-source.txt' }, LIMITS),
+    ).resolves.toEqual({ mediaType: 'text/plain', text: html });
   });
 
   it('refuses text that is not UTF-8, or has NUL in it', async () => {

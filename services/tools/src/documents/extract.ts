@@ -31,6 +31,8 @@ export type ExtractLimits = {
 };
 
 type Kind = 'pdf' | 'docx' | 'zip' | 'text' | 'binary';
+// What the bytes are; text comes decoded.
+type Sniffed = { kind: Exclude<Kind, 'text'> } | { kind: 'text'; text: string };
 
 type Claim = { mediaType: DocumentContentType; said: string } | { unsupported: string } | undefined;
 
@@ -107,22 +109,20 @@ export async function extractDocument(
       `Files of type ${claim.unsupported} cannot be imported; only ${SUPPORTED} can.`,
     );
   }
-  const kind = sniff(bytes);
-  const mediaType = settleType(kind, claim);
-  if (mediaType === PDF_MEDIA_TYPE || mediaType === DOCX_MEDIA_TYPE) {
-    const extracted = await runWorker(
-      {
-        kind: mediaType === PDF_MEDIA_TYPE ? 'pdf' : 'docx',
-        bytes,
-        maxPages: limits.maxPages,
-        maxTextChars: limits.maxTextChars,
-        maxUnzippedBytes: limits.maxUnzippedBytes,
-      },
-      limits,
-    );
-    return { mediaType, ...extracted };
-  }
-  return readText(bytes, mediaType, limits);
+  const sniffed = sniff(bytes);
+  const mediaType = settleType(sniffed, claim);
+  if (sniffed.kind === 'text') return readText(sniffed.text, mediaType, limits);
+  const extracted = await runWorker(
+    {
+      kind: mediaType === PDF_MEDIA_TYPE ? 'pdf' : 'docx',
+      bytes,
+      maxPages: limits.maxPages,
+      maxTextChars: limits.maxTextChars,
+      maxUnzippedBytes: limits.maxUnzippedBytes,
+    },
+    limits,
+  );
+  return { mediaType, ...extracted };
 }
 
 // What the client says the file is: its declared type, or else its name's extension.
@@ -137,28 +137,33 @@ function readClaim(input: { filename?: string; declaredType?: string }): Claim {
   return mediaType ? { mediaType, said: `named ${input.filename}` } : undefined;
 }
 
-function sniff(bytes: Uint8Array): Kind {
+// A PDF starts with its header, or (as Acrobat and pdf.js allow) has it within the first 1,024
+// bytes after some junk; but text that merely mentions "%PDF-" near its start is text.
+function sniff(bytes: Uint8Array): Sniffed {
   const head = Buffer.from(
     bytes.buffer,
     bytes.byteOffset,
     Math.min(bytes.byteLength, PDF_HEADER_WINDOW),
   );
-  if (head.indexOf(PDF_MAGIC) !== -1) return 'pdf';
-  if (head.subarray(0, 4).equals(ZIP_MAGIC)) return 'zip';
-  return isText(bytes) ? 'text' : 'binary';
+  if (head.subarray(0, PDF_MAGIC.length).equals(PDF_MAGIC)) return { kind: 'pdf' };
+  if (head.subarray(0, ZIP_MAGIC.length).equals(ZIP_MAGIC)) return { kind: 'zip' };
+  const text = decodeText(bytes);
+  if (text !== undefined) return { kind: 'text', text };
+  return { kind: head.indexOf(PDF_MAGIC) === -1 ? 'binary' : 'pdf' };
 }
 
-function isText(bytes: Uint8Array): boolean {
-  if (bytes.includes(0)) return false;
+// UTF-8 without NUL, its BOM dropped (ignoreBOM: false); undefined for anything else.
+function decodeText(bytes: Uint8Array): string | undefined {
+  if (bytes.includes(0)) return undefined;
   try {
-    UTF8.decode(bytes);
-    return true;
+    return UTF8.decode(bytes);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-function settleType(kind: Kind, claim: Claim): DocumentContentType {
+function settleType(sniffed: Sniffed, claim: Claim): DocumentContentType {
+  const { kind } = sniffed;
   const claimed = claim && 'mediaType' in claim ? claim : undefined;
   const found: DocumentContentType | undefined =
     kind === 'pdf'
@@ -175,8 +180,9 @@ function settleType(kind: Kind, claim: Claim): DocumentContentType {
         : `The file's content is ${KIND_NAMES.binary}: only ${SUPPORTED} can be imported.`,
     );
   }
-  if (kind === 'text') {
-    if (!claimed) return 'text/plain';
+  if (sniffed.kind === 'text') {
+    // Unnamed text that starts as an HTML document is HTML; named text is what its name says.
+    if (!claimed) return HTML_START.test(sniffed.text) ? 'text/html' : 'text/plain';
     if (isTextType(claimed.mediaType)) return claimed.mediaType;
     throw mismatch(claimed, kind);
   }
@@ -202,12 +208,10 @@ function mismatch(
 }
 
 function readText(
-  bytes: Uint8Array,
-  declared: DocumentContentType,
+  text: string,
+  mediaType: DocumentContentType,
   limits: ExtractLimits,
 ): ExtractedDocument {
-  // The BOM is dropped by the decoder (ignoreBOM: false).
-  const text = UTF8.decode(bytes);
   if (text.trim() === '') throw new BusError('bad_request', 'The file has no text.');
   if (text.length > limits.maxTextChars) {
     throw new BusError(
@@ -215,8 +219,6 @@ function readText(
       `The document has more than ${limits.maxTextChars.toLocaleString('en')} characters of text; split it into smaller files.`,
     );
   }
-  // Text that starts as an HTML document is read as HTML whatever it was called.
-  const mediaType = declared === 'text/plain' && HTML_START.test(text) ? 'text/html' : declared;
   const title = mediaType === 'text/html' ? readHtmlTitle(text) : undefined;
   return { mediaType, text, ...(title === undefined ? {} : { title }) };
 }

@@ -162,7 +162,12 @@ describe('upgrading a database from the previous release', () => {
         '009_run_schedule.sql',
         '010_mission_trace.sql',
       ],
-      memory: ['014_import_batches.sql', '015_postgres_terms.sql', '016_episode_paths.sql'],
+      memory: [
+        '014_import_batches.sql',
+        '015_postgres_terms.sql',
+        '016_episode_paths.sql',
+        '017_document_pages.sql',
+      ],
       model_gateway: [],
       scheduler: ['002_schedules.sql', '003_system_jobs.sql'],
     });

@@ -43,6 +43,10 @@ export const RecalledItem = z.object({
   id: Id,
   text: z.string(),
   createdAt: z.iso.datetime({ offset: true }),
+  // A document chunk's document title, and the page the chunk begins on (PDFs), so an answer can
+  // say where it read what it says. Its tokens count these too.
+  title: z.string().optional(),
+  page: z.number().int().min(1).optional(),
 });
 export type RecalledItem = z.infer<typeof RecalledItem>;
 

@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '@jarvis/bus';
-import { sendRaw } from '@jarvis/bus/testing';
+import { type BlobStore, type Bus, openBlobStore } from '@jarvis/bus';
+import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
+  DOCX_MEDIA_TYPE,
   type MemoryDocumentsIngestRequest,
   memoryAppend,
   memoryDocumentsDelete,
   memoryDocumentsGet,
   memoryDocumentsIngest,
   memoryDocumentsList,
+  memoryRecall,
   memorySearch,
+  PDF_MEDIA_TYPE,
+  UPLOADS_BUCKET,
+  UPLOADS_TTL_MS,
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,13 +31,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // The uploads bucket the tests (and memory) opened in this namespace.
+  const jsm = await clientBus?.nc.jetstreamManager();
+  await jsm?.streams.delete(`OBJ_${clientBus.streamName(UPLOADS_BUCKET)}`).catch(() => undefined);
   await memory?.stop();
 });
 
-function ingest(
-  userId: string,
-  fields: Partial<Omit<MemoryDocumentsIngestRequest, 'userId'>> & { content: string },
-) {
+function ingest(userId: string, fields: Partial<Omit<MemoryDocumentsIngestRequest, 'userId'>>) {
   return clientBus.request(
     memoryDocumentsIngest,
     { userId, title: 'A document', contentType: 'text/plain', ...fields },
@@ -141,6 +146,8 @@ describe('memory.documents.ingest and memory.documents.get', () => {
       metadata: { folder: 'home' },
       sizeChars: 'Eggs, milk   and bread.\n\n\nAlso coffee.'.length,
       chunkCount: 1,
+      mediaType: 'text/plain',
+      chunks: 1,
       createdAt: expect.any(String),
     });
     expect(read).toEqual({
@@ -398,7 +405,7 @@ describe('request validation', () => {
     ['a blank title', { title: '   ' }, /^title: /],
     ['a title over 300 characters', { title: 'x'.repeat(301) }, /^title: /],
     ['a title with a newline', { title: 'a\nb' }, /^title: /],
-    ['an unknown contentType', { contentType: 'application/pdf' }, /^contentType: /],
+    ['an unknown contentType', { contentType: 'application/msword' }, /^contentType: /],
     ['empty content', { content: '' }, /^content: /],
     ['an empty source', { source: '' }, /^source: /],
     ['metadata with a NUL', { metadata: { a: 'x\u0000y' } }, /^metadata: /],
@@ -468,5 +475,291 @@ describe('term statistics', () => {
 
     await clientBus.request(memoryDocumentsDelete, { userId, id: document.id });
     expect(await stats()).toEqual({ zanzibar: 0, items: 0 });
+  });
+});
+
+// The hobby guide as a PDF's extracted text would come: a title page, each section on a page of
+// its own, a blank page before the last, and the offsets where the pages begin.
+function guidePdf(): { content: string; pageStarts: number[] } {
+  const pages = [
+    'Hobby handbook\nSecond edition',
+    ...SECTIONS.slice(0, -1).map(([title, sentences]) =>
+      [title, ...Array.from({ length: 9 }, () => sentences.join(' '))].join('\n'),
+    ),
+    '',
+    ...SECTIONS.slice(-1).map(([title, sentences]) =>
+      [title, ...Array.from({ length: 9 }, () => sentences.join(' '))].join('\n'),
+    ),
+  ];
+  const pageStarts: number[] = [];
+  let content = '';
+  for (const page of pages) {
+    if (content) content += '\n';
+    pageStarts.push(content.length);
+    content += page;
+  }
+  return { content, pageStarts };
+}
+
+// The page a text is on, by the section title it is under.
+function pageOfSection(title: string): number {
+  const index = SECTIONS.findIndex(([section]) => section === title);
+  // Page 1 is the title page; the last section comes after a blank page.
+  return index + 2 + (index === SECTIONS.length - 1 ? 1 : 0);
+}
+
+describe('documents with pages', () => {
+  it('keeps the page each chunk begins on, and search names the title and page', async () => {
+    const userId = randomUUID();
+    const { content, pageStarts } = guidePdf();
+
+    const { document } = await ingest(userId, {
+      title: 'Hobby handbook',
+      contentType: PDF_MEDIA_TYPE,
+      content,
+      pageStarts,
+      source: 'handbook.pdf',
+    });
+    const { chunks } = await get(userId, document.id);
+
+    expect(document).toMatchObject({
+      contentType: PDF_MEDIA_TYPE,
+      mediaType: PDF_MEDIA_TYPE,
+      pages: 7,
+      chunks: chunks.length,
+      chunkCount: chunks.length,
+      sizeChars: content.length,
+    });
+    expect(chunks.length).toBeGreaterThan(5);
+    // A chunk's page is the page of its first sentence: the section that sentence belongs to.
+    for (const chunk of chunks) {
+      const first = chunk.content.split('\n')[0] ?? '';
+      const section = SECTIONS.find(
+        ([title, sentences]) => first === title || sentences.some((line) => first.includes(line)),
+      );
+      const expected = first.startsWith('Hobby handbook') ? 1 : pageOfSection(section?.[0] ?? '');
+      expect(chunk.page, chunk.content.slice(0, 80)).toBe(expected);
+    }
+    expect(new Set(chunks.map((chunk) => chunk.page))).toEqual(new Set([1, 2, 3, 4, 5, 7]));
+    const listed = await clientBus.request(memoryDocumentsList, { userId });
+    expect(listed.documents[0]).toMatchObject({ id: document.id, pages: 7 });
+
+    const { results } = await clientBus.request(memorySearch, {
+      userId,
+      query: 'how many weeks before the race does the taper begin?',
+      kinds: ['document'],
+    });
+
+    expect(results[0]).toMatchObject({
+      kind: 'document',
+      metadata: {
+        documentId: document.id,
+        title: 'Hobby handbook',
+        source: 'handbook.pdf',
+        page: pageOfSection('Marathon training'),
+      },
+    });
+    expect(results[0]?.text).toContain('The taper begins three weeks before the race');
+  });
+
+  it('recalls a chunk for a turn with its title and page, whose tokens it counts', async () => {
+    const userId = randomUUID();
+    const { content, pageStarts } = guidePdf();
+    await ingest(userId, {
+      title: 'Hobby handbook',
+      contentType: PDF_MEDIA_TYPE,
+      content,
+      pageStarts,
+    });
+    const { message } = await clientBus.request(memoryAppend, {
+      userId,
+      role: 'user',
+      content: 'How many weeks before the race does the taper begin?',
+    });
+
+    const recall = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId: message.conversationId,
+      messageId: message.id,
+      query: message.content,
+    });
+
+    const chunk = recall.relevant.find((item) => item.kind === 'document');
+    expect(chunk).toMatchObject({
+      title: 'Hobby handbook',
+      page: pageOfSection('Marathon training'),
+    });
+    expect(chunk?.text).toContain('The taper begins three weeks before the race');
+    // Estimated tokens (words × 1.3): the title and page are words of the prompt too.
+    expect(chunk?.tokens).toBeGreaterThan(Math.ceil(words(chunk?.text ?? '').length * 1.3));
+  });
+
+  it('gives a DOCX, which has no pages, neither a page count nor pages on its chunks', async () => {
+    const userId = randomUUID();
+
+    const { document } = await ingest(userId, {
+      title: 'Telescope notes',
+      contentType: DOCX_MEDIA_TYPE,
+      content: 'Aperture matters more than magnification when you look at faint galaxies.',
+    });
+    const { chunks } = await get(userId, document.id);
+    const { results } = await clientBus.request(memorySearch, {
+      userId,
+      query: 'aperture galaxies',
+      kinds: ['document'],
+    });
+
+    expect(document).toMatchObject({ mediaType: DOCX_MEDIA_TYPE, chunks: 1 });
+    expect(document).not.toHaveProperty('pages');
+    expect(chunks[0]).not.toHaveProperty('page');
+    expect(results[0]?.metadata).toEqual({
+      documentId: document.id,
+      title: 'Telescope notes',
+      chunkIndex: 0,
+      source: null,
+    });
+  });
+
+  it.each([
+    ['Markdown', { contentType: 'text/markdown', pageStarts: [0] }],
+    ['HTML', { contentType: 'text/html', pageStarts: [0] }],
+    ['offsets that decrease', { contentType: PDF_MEDIA_TYPE, pageStarts: [0, 5, 2] }],
+    ['an offset past the end', { contentType: PDF_MEDIA_TYPE, pageStarts: [0, 11] }],
+  ])('answers bad_request to page offsets into %s, and stores nothing', async (_label, fields) => {
+    const userId = randomUUID();
+
+    const reply = await sendRaw(clientBus, 'memory.documents.ingest', {
+      userId,
+      title: 'T',
+      content: 'Some text.',
+      ...fields,
+    });
+
+    expect(reply).toEqual({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/^pageStarts: /) },
+    });
+    expect(
+      await countRows('SELECT count(*) FROM memory.documents WHERE user_id = $1', [userId]),
+    ).toBe(0);
+  });
+});
+
+describe('a text that comes through the uploads bucket', () => {
+  let uploads: BlobStore;
+
+  beforeAll(async () => {
+    uploads = await openBlobStore(clientBus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS });
+  });
+
+  function countDocuments(userId: string): Promise<number> {
+    return countRows('SELECT count(*) FROM memory.documents WHERE user_id = $1', [userId]);
+  }
+
+  it('ingests a text bigger than one NATS message, pages and all, and leaves the blob to its sender', async () => {
+    const userId = randomUUID();
+    // Every word names its page ("p3harbour…"), so a chunk's first word tells where it begins.
+    // Long words and few distinct ones: a megabyte in few chunks, which are what indexing costs.
+    const line = (number: number) =>
+      ['harbour', 'master', 'ledger', 'tide', 'cargo', 'berth'].map(
+        (word) => `p${number}${word}${'o'.repeat(80)}`,
+      );
+    const page = (number: number) =>
+      Array.from({ length: 200 }, () => `${line(number).join(' ')}.`).join('\n');
+    const pages = Array.from({ length: 12 }, (_, index) => page(index + 1));
+    const pageStarts = pages.map((_, index) =>
+      pages.slice(0, index).reduce((length, text) => length + text.length + 1, 0),
+    );
+    const content = `${pages.join('\n')}\n`;
+    const name = `text-${randomUUID()}`;
+    const bytes = new TextEncoder().encode(content);
+    expect(bytes.byteLength).toBeGreaterThan(clientBus.nc.info?.max_payload ?? 1_048_576);
+    await uploads.put(name, bytes);
+
+    const { document } = await ingest(userId, {
+      title: 'Harbour ledger',
+      contentType: PDF_MEDIA_TYPE,
+      contentBlob: name,
+      pageStarts,
+    });
+
+    expect(document).toMatchObject({ pages: 12, sizeChars: content.length });
+    let fromIndex = 0;
+    for (;;) {
+      const part = await get(userId, document.id, fromIndex);
+      for (const chunk of part.chunks) {
+        const first = /^p(\d+)/.exec(chunk.content);
+        expect(chunk.page).toBe(Number(first?.[1]));
+      }
+      fromIndex += part.chunks.length;
+      if (!part.isTruncated) break;
+    }
+    expect(fromIndex).toBe(document.chunkCount);
+    // Deleting it is the sender's: it knows when it no longer needs it.
+    expect(await uploads.get(name)).toEqual(bytes);
+    await uploads.delete(name);
+    // A megabyte is chunked, embedded and indexed in one transaction: seconds on a busy machine.
+  }, 60_000);
+
+  it('answers bad_request to a blob that is not there, and stores nothing', async () => {
+    const userId = randomUUID();
+
+    const error = await catchBusError(ingest(userId, { contentBlob: `gone-${randomUUID()}` }));
+
+    expect(error.code).toBe('bad_request');
+    expect(error.message).toBe("the document's text is no longer in the uploads bucket");
+    expect(await countDocuments(userId)).toBe(0);
+  });
+
+  it.each([
+    ['text that is not UTF-8', Uint8Array.from([0x61, 0xff, 0x62]), {}, 'bad_request'],
+    ['no text at all', new Uint8Array(0), {}, 'bad_request'],
+    [
+      'offsets past the end of its text',
+      new TextEncoder().encode('abc'),
+      { pageStarts: [0, 4] },
+      'bad_request',
+    ],
+    [
+      'text over the length limit',
+      new TextEncoder().encode('word '.repeat(400_001)),
+      {},
+      'payload_too_large',
+    ],
+  ])('refuses a blob of %s, and stores nothing', async (_label, bytes, fields, code) => {
+    const userId = randomUUID();
+    const name = `text-${randomUUID()}`;
+    await uploads.put(name, bytes);
+
+    const error = await catchBusError(
+      ingest(userId, {
+        contentType: PDF_MEDIA_TYPE,
+        contentBlob: name,
+        ...fields,
+      }),
+    );
+
+    expect(error.code).toBe(code);
+    expect(await countDocuments(userId)).toBe(0);
+    await uploads.delete(name);
+  });
+
+  it('answers bad_request to both content and a blob, or neither', async () => {
+    for (const fields of [{ contentBlob: 'x' }, {}]) {
+      const reply = await sendRaw(clientBus, 'memory.documents.ingest', {
+        userId: randomUUID(),
+        title: 'T',
+        contentType: 'text/plain',
+        ...(Object.keys(fields).length > 0 ? { content: 'text' } : {}),
+        ...fields,
+      });
+      expect(reply).toEqual({
+        ok: false,
+        error: {
+          code: 'bad_request',
+          message: 'content: exactly one of content and contentBlob is required',
+        },
+      });
+    }
   });
 });

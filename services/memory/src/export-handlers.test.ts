@@ -51,6 +51,10 @@ const LIGHTHOUSE = Array.from(
   { length: 300 },
   (_, i) => `Entry ${i}: the lighthouse keeper logged storm number ${i} near the cliffs.`,
 ).join(' ');
+// Ten pages of thirty entries, as a PDF's extracted text would come.
+const LIGHTHOUSE_PAGE_STARTS = Array.from({ length: 10 }, (_, page) =>
+  LIGHTHOUSE.indexOf(`Entry ${page * 30}:`),
+);
 
 // A memory with every kind of record: two conversations (one imported, with a summary), facts
 // with history, files with versions (one deleted) and a document of several chunks.
@@ -113,7 +117,13 @@ async function seedMemory(userId: string) {
 
   const { document } = await clientBus.request(
     memoryDocumentsIngest,
-    { userId, title: 'Lighthouse log', contentType: 'text/plain', content: LIGHTHOUSE },
+    {
+      userId,
+      title: 'Lighthouse log',
+      contentType: 'application/pdf',
+      content: LIGHTHOUSE,
+      pageStarts: LIGHTHOUSE_PAGE_STARTS,
+    },
     { timeoutMs: 30_000 },
   );
   return { lisbon, imported, tea, jasmine, nurse, porto, document };
@@ -219,6 +229,16 @@ describe('memory.export.page', () => {
     });
     expect(chunks.length).toBeGreaterThan(2);
     expect(chunks.map((chunk) => chunk.index)).toEqual(chunks.map((_, index) => index));
+    // A PDF keeps its page count, and each chunk the page it begins on.
+    expect(records.find((record) => record.type === 'document')).toMatchObject({ pages: 10 });
+    // The entry a chunk's first word is in: the first one it names, or the one before that.
+    const firstEntries = chunks.map((chunk) => {
+      const named = /Entry (\d+):/.exec(chunk.content);
+      return Number(named?.[1]) - (named?.index === 0 ? 0 : 1);
+    });
+    expect(chunks.map((chunk) => chunk.page)).toEqual(
+      firstEntries.map((entry) => Math.floor(entry / 30) + 1),
+    );
     const keys = records.map((record) =>
       record.type === 'fileVersion' ? `${record.fileId}:${record.version}` : record.id,
     );

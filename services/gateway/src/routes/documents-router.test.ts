@@ -83,6 +83,8 @@ describe('a document round trip', () => {
           metadata: { floor: 2 },
           sizeChars: expect.any(Number),
           chunkCount: 1,
+          mediaType: 'text/html',
+          chunks: 1,
           createdAt: expect.any(String),
         },
       },

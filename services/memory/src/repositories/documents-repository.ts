@@ -22,6 +22,8 @@ export type NewDocument = {
   metadata: Record<string, unknown>;
   sizeChars: number;
   chunkCount: number;
+  // A PDF's; null for anything without pages.
+  pageCount: number | null;
 };
 
 export type NewChunk = DocumentChunk & { id: string };
@@ -34,10 +36,12 @@ type DocumentRow = {
   metadata: Record<string, unknown>;
   size_chars: number;
   chunk_count: number;
+  page_count: number | null;
   created_at: Date;
 };
 
-const ENTRY_COLUMNS = 'id, title, content_type, source, size_chars, chunk_count, created_at';
+const ENTRY_COLUMNS =
+  'id, title, content_type, source, size_chars, chunk_count, page_count, created_at';
 const INFO_COLUMNS = `${ENTRY_COLUMNS}, metadata`;
 
 function toEntry(row: Omit<DocumentRow, 'metadata'>): DocumentEntry {
@@ -48,19 +52,25 @@ function toEntry(row: Omit<DocumentRow, 'metadata'>): DocumentEntry {
     source: row.source,
     sizeChars: row.size_chars,
     chunkCount: row.chunk_count,
+    ...(row.page_count === null ? {} : { pages: row.page_count }),
     createdAt: row.created_at.toISOString(),
   };
 }
 
 function toInfo(row: DocumentRow): DocumentInfo {
-  return { ...toEntry(row), metadata: row.metadata };
+  return {
+    ...toEntry(row),
+    mediaType: row.content_type,
+    chunks: row.chunk_count,
+    metadata: row.metadata,
+  };
 }
 
 export async function insertDocument(db: PoolClient, document: NewDocument): Promise<DocumentInfo> {
   const { rows } = await db.query<DocumentRow>(
     `INSERT INTO memory.documents
-       (id, user_id, title, content_type, source, metadata, size_chars, chunk_count)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       (id, user_id, title, content_type, source, metadata, size_chars, chunk_count, page_count)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      RETURNING ${INFO_COLUMNS}`,
     [
       document.id,
@@ -71,6 +81,7 @@ export async function insertDocument(db: PoolClient, document: NewDocument): Pro
       JSON.stringify(document.metadata),
       document.sizeChars,
       document.chunkCount,
+      document.pageCount,
     ],
   );
   const row = rows[0];
@@ -86,10 +97,11 @@ export async function insertChunks(
   chunks: NewChunk[],
 ): Promise<Date> {
   const { rows } = await db.query<{ created_at: Date }>(
-    `INSERT INTO memory.document_chunks (id, document_id, user_id, chunk_index, content, token_count)
-     SELECT id, $1, $2, chunk_index, content, token_count
-     FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[])
-       AS t(id, chunk_index, content, token_count)
+    `INSERT INTO memory.document_chunks
+       (id, document_id, user_id, chunk_index, content, token_count, page)
+     SELECT id, $1, $2, chunk_index, content, token_count, page
+     FROM unnest($3::uuid[], $4::int[], $5::text[], $6::int[], $7::int[])
+       AS t(id, chunk_index, content, token_count, page)
      RETURNING created_at`,
     [
       documentId,
@@ -98,6 +110,7 @@ export async function insertChunks(
       chunks.map((chunk) => chunk.index),
       chunks.map((chunk) => chunk.content),
       chunks.map((chunk) => chunk.tokenCount),
+      chunks.map((chunk) => chunk.page ?? null),
     ],
   );
   // now() is fixed for the transaction: every chunk has the same time.
@@ -142,8 +155,13 @@ export async function listChunksFrom(
   documentId: string,
   fromIndex: number,
 ): Promise<DocumentChunk[]> {
-  const { rows } = await db.query<{ chunk_index: number; content: string; token_count: number }>(
-    `SELECT chunk_index, content, token_count FROM memory.document_chunks
+  const { rows } = await db.query<{
+    chunk_index: number;
+    content: string;
+    token_count: number;
+    page: number | null;
+  }>(
+    `SELECT chunk_index, content, token_count, page FROM memory.document_chunks
      WHERE document_id = $1 AND user_id = $2 AND chunk_index >= $3
      ORDER BY chunk_index`,
     [documentId, userId, fromIndex],
@@ -152,6 +170,7 @@ export async function listChunksFrom(
     index: row.chunk_index,
     content: row.content,
     tokenCount: row.token_count,
+    ...(row.page === null ? {} : { page: row.page }),
   }));
 }
 
@@ -214,8 +233,10 @@ async function loadChunks(db: Queryable, userId: string, ids: string[]): Promise
     document_id: string;
     title: string;
     source: string | null;
+    page: number | null;
   }>(
-    `SELECT c.id, c.content, c.chunk_index, c.created_at, d.id AS document_id, d.title, d.source
+    `SELECT c.id, c.content, c.chunk_index, c.created_at, c.page, d.id AS document_id, d.title,
+       d.source
      FROM memory.document_chunks c JOIN memory.documents d ON d.id = c.document_id
      WHERE c.user_id = $1 AND d.user_id = $1 AND c.id = ANY($2::uuid[])`,
     [userId, ids],
@@ -229,6 +250,8 @@ async function loadChunks(db: Queryable, userId: string, ids: string[]): Promise
       title: row.title,
       chunkIndex: row.chunk_index,
       source: row.source,
+      // The page the chunk begins on, so an answer can cite it; only for documents with pages.
+      ...(row.page === null ? {} : { page: row.page }),
     },
     createdAt: row.created_at,
     conversationId: null,

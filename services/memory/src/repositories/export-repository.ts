@@ -326,11 +326,12 @@ export async function listDocumentsForExport(
     metadata: Record<string, unknown>;
     size_chars: number;
     chunk_count: number;
+    page_count: number | null;
     created_at: Date;
     sort_key: string;
   }>(
-    `SELECT id, title, content_type, source, metadata, size_chars, chunk_count, created_at,
-       ${timeKey('created_at')} AS sort_key
+    `SELECT id, title, content_type, source, metadata, size_chars, chunk_count, page_count,
+       created_at, ${timeKey('created_at')} AS sort_key
      FROM memory.documents
      WHERE user_id = $1 AND ${afterTime('created_at', 'id')}
      ORDER BY created_at, id
@@ -348,6 +349,7 @@ export async function listDocumentsForExport(
       metadata: row.metadata,
       sizeChars: row.size_chars,
       chunkCount: row.chunk_count,
+      ...(row.page_count === null ? {} : { pages: row.page_count }),
       createdAt: row.created_at.toISOString(),
     },
   }));
@@ -364,10 +366,11 @@ export async function listDocumentChunksForExport(
     chunk_index: number;
     content: string;
     token_count: number;
+    page: number | null;
     created_at: Date;
     sort_key: string;
   }>(
-    `SELECT c.id, c.document_id, c.chunk_index, c.content, c.token_count, c.created_at,
+    `SELECT c.id, c.document_id, c.chunk_index, c.content, c.token_count, c.page, c.created_at,
        ${timeKey('d.created_at')} AS sort_key
      FROM memory.document_chunks c JOIN memory.documents d ON d.id = c.document_id
      WHERE c.user_id = $1 AND d.user_id = $1
@@ -385,6 +388,7 @@ export async function listDocumentChunksForExport(
       index: row.chunk_index,
       content: row.content,
       tokenCount: row.token_count,
+      ...(row.page === null ? {} : { page: row.page }),
       createdAt: row.created_at.toISOString(),
     },
   }));

@@ -287,6 +287,7 @@ export type RestoredDocument = {
   metadata: Record<string, unknown>;
   sizeChars: number;
   chunkCount: number;
+  pages?: number | undefined;
   createdAt: string;
 };
 
@@ -298,11 +299,12 @@ export async function insertRestoredDocuments(
   if (documents.length === 0) return [];
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO memory.documents
-       (id, user_id, title, content_type, source, metadata, size_chars, chunk_count, created_at)
+       (id, user_id, title, content_type, source, metadata, size_chars, chunk_count, page_count,
+        created_at)
      SELECT t.id, $1, t.title, t.content_type, t.source, t.metadata, t.size_chars, t.chunk_count,
-       t.created_at
+       t.page_count, t.created_at
      FROM jsonb_to_recordset($2::jsonb) AS t(id uuid, title text, content_type text, source text,
-       metadata jsonb, size_chars int, chunk_count int, created_at timestamptz)
+       metadata jsonb, size_chars int, chunk_count int, page_count int, created_at timestamptz)
      ON CONFLICT DO NOTHING
      RETURNING id`,
     [
@@ -316,6 +318,7 @@ export async function insertRestoredDocuments(
           metadata: document.metadata,
           size_chars: document.sizeChars,
           chunk_count: document.chunkCount,
+          page_count: document.pages ?? null,
           created_at: document.createdAt,
         })),
       ),
@@ -330,6 +333,7 @@ export type RestoredChunk = {
   index: number;
   content: string;
   tokenCount: number;
+  page?: number | undefined;
   createdAt: string;
 };
 
@@ -371,10 +375,10 @@ export async function insertRestoredChunks(
   if (chunks.length === 0) return [];
   const { rows } = await db.query<ChunkRow>(
     `INSERT INTO memory.document_chunks
-       (id, document_id, user_id, chunk_index, content, token_count, created_at)
-     SELECT t.id, t.document_id, $1, t.chunk_index, t.content, t.token_count, t.created_at
+       (id, document_id, user_id, chunk_index, content, token_count, page, created_at)
+     SELECT t.id, t.document_id, $1, t.chunk_index, t.content, t.token_count, t.page, t.created_at
      FROM jsonb_to_recordset($2::jsonb) AS t(id uuid, document_id uuid, chunk_index int,
-       content text, token_count int, created_at timestamptz)
+       content text, token_count int, page int, created_at timestamptz)
      JOIN memory.documents d ON d.id = t.document_id AND d.user_id = $1
      ON CONFLICT DO NOTHING
      RETURNING id, document_id, chunk_index, content, token_count, created_at`,
@@ -387,6 +391,7 @@ export async function insertRestoredChunks(
           chunk_index: chunk.index,
           content: chunk.content,
           token_count: chunk.tokenCount,
+          page: chunk.page ?? null,
           created_at: chunk.createdAt,
         })),
       ),

@@ -245,3 +245,107 @@ describe('chunkText', () => {
     expect(() => chunkText('text', { targetTokens: 60, overlapTokens: 60 })).toThrow(RangeError);
   });
 });
+
+describe('chunkText with pages', () => {
+  // Page n's words are "n:<i>"; so the page a word is on can be read off the word.
+  function pageOfWord(word: string): number {
+    return Number(word.split(':')[0]);
+  }
+
+  // Pages of paragraphs, sentences and runs of very different lengths, joined the way extracted
+  // PDF text is: sometimes a blank line between pages, sometimes a line break, sometimes nothing
+  // at all (a paragraph that goes on over the page).
+  function pagedText(pageCount: number): { text: string; pageStarts: number[] } {
+    let text = '';
+    const pageStarts: number[] = [];
+    const joins = ['\n\n', '\n', '', ' '];
+    for (let page = 1; page <= pageCount; page++) {
+      if (page > 1) text += joins[page % joins.length];
+      pageStarts.push(text.length);
+      const paragraphs = Array.from({ length: 1 + (page % 3) }, (_, paragraph) =>
+        Array.from({ length: 1 + ((page * 7 + paragraph * 3) % 5) }, (_, index) =>
+          sentence(`${page}:${paragraph}.${index}.`, 5 + ((page * 31 + index * 17) % 90)),
+        ).join(' '),
+      );
+      text += paragraphs.join('\n\n');
+    }
+    return { text, pageStarts };
+  }
+
+  it('gives each chunk the page its first word is on, overlap included', () => {
+    const { text, pageStarts } = pagedText(40);
+
+    const chunks = chunkText(text, { pageStarts });
+
+    expect(chunks.length).toBeGreaterThan(10);
+    for (const chunk of chunks) {
+      expect(chunk.page).toBe(pageOfWord(words(chunk.content)[0] ?? ''));
+    }
+    // Every page that begins a chunk is cited, and they only go forward.
+    const pages = chunks.map((chunk) => chunk.page ?? 0);
+    expect(pages).toEqual([...pages].sort((a, b) => a - b));
+    expect(pages[0]).toBe(1);
+  });
+
+  it('with small chunks too, where a page starts many of them', () => {
+    const { text, pageStarts } = pagedText(12);
+
+    const chunks = chunkText(text, { pageStarts, targetTokens: 40, overlapTokens: 13 });
+
+    expect(chunks.length).toBeGreaterThan(40);
+    for (const chunk of chunks) {
+      expect(chunk.page).toBe(pageOfWord(words(chunk.content)[0] ?? ''));
+    }
+    expect(new Set(chunks.map((chunk) => chunk.page))).toEqual(
+      new Set(Array.from({ length: 12 }, (_, index) => index + 1)),
+    );
+  });
+
+  it('never runs a word across a page break, even with nothing between the pages', () => {
+    const chunks = chunkText('end of one.start of two', { pageStarts: [0, 11] });
+
+    expect(chunks).toEqual([
+      { index: 0, content: 'end of one.\nstart of two', tokenCount: 8, page: 1 },
+    ]);
+  });
+
+  it('skips pages without text: a chunk is on the last page that begins where it does', () => {
+    const text = '1:a 1:b\n\n3:c 3:d';
+    // Page 2 is empty and so begins where page 3 does; page 4 is empty at the very end.
+    const pageStarts = [0, 9, 9, text.length];
+
+    const chunks = chunkText(text, { pageStarts, targetTokens: 3, overlapTokens: 0 });
+
+    expect(chunks.map((chunk) => [chunk.content, chunk.page])).toEqual([
+      ['1:a 1:b', 1],
+      ['3:c 3:d', 3],
+    ]);
+  });
+
+  it('chunks the same words as without pages when pages break between lines', () => {
+    const text = Array.from({ length: 30 }, (_, index) => sentence(`${index + 1}:`, 70)).join('\n');
+    const pageStarts = [...text.matchAll(/^/gm)].map((match) => match.index);
+
+    const paged = chunkText(text, { pageStarts });
+
+    expect(paged.map(({ page: _, ...chunk }) => chunk)).toEqual(chunkText(text));
+    expect(chunkText(text).every((chunk) => chunk.page === undefined)).toBe(true);
+  });
+
+  it('cuts a page of one endless word into pieces and still knows their page', () => {
+    const text = `1:a ${'x'.repeat(1_000)}\n2:${'y'.repeat(1_000)}`;
+
+    const chunks = chunkText(text, {
+      pageStarts: [0, text.indexOf('2:')],
+      targetTokens: 13,
+      overlapTokens: 0,
+    });
+
+    for (const chunk of chunks) {
+      expect(chunk.page).toBe(
+        chunk.content.includes('y') || chunk.content.startsWith('2:') ? 2 : 1,
+      );
+    }
+    expect(chunks.at(-1)?.page).toBe(2);
+  });
+});

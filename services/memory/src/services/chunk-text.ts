@@ -2,9 +2,15 @@
 // search result. Everything here is pure and runs in linear time: the input is whatever a user
 // or a web page sent, so no step may backtrack, and nothing in it is ever executed or trusted.
 
-export type TextChunk = { index: number; content: string; tokenCount: number };
+// `page` (numbered from 1) is the page the chunk's first word is on, when the text has pages.
+export type TextChunk = { index: number; content: string; tokenCount: number; page?: number };
 
-export type ChunkOptions = { targetTokens?: number; overlapTokens?: number };
+export type ChunkOptions = {
+  targetTokens?: number;
+  overlapTokens?: number;
+  // Where each page begins in the text, in characters: 0 first, never decreasing.
+  pageStarts?: number[];
+};
 
 const DEFAULT_TARGET_TOKENS = 400;
 const DEFAULT_OVERLAP_TOKENS = 60;
@@ -277,7 +283,8 @@ export function markdownToText(markdown: string): string {
     .trim();
 }
 
-type Unit = { text: string; words: number; separator: string };
+// `start` is where the unit's text sits in the normalized text: each unit is a piece of it as is.
+type Unit = { text: string; words: number; separator: string; start: number };
 
 function normalize(text: string): string {
   return (
@@ -292,12 +299,47 @@ function normalize(text: string): string {
   );
 }
 
-function splitIntoWordRuns(sentence: string, maxWords: number, first: string): Unit[] {
+// Page by page, each page's text on lines of its own, so no word or line runs across a page
+// break and every normalized offset belongs to one page. Answers where each page now begins.
+function normalizePages(
+  text: string,
+  pageStarts: number[] | undefined,
+): { text: string; pageStarts: number[] | undefined } {
+  if (!pageStarts || pageStarts.length === 0) return { text: normalize(text), pageStarts };
+  let joined = '';
+  const starts: number[] = [];
+  for (const [page, start] of pageStarts.entries()) {
+    const pageText = normalize(text.slice(start, pageStarts[page + 1] ?? text.length));
+    // A line break only where the text has none: a paragraph may go on over the page.
+    if (joined && !joined.endsWith('\n') && !pageText.startsWith('\n')) joined += '\n';
+    starts.push(joined.length);
+    joined += pageText;
+  }
+  return { text: joined, pageStarts: starts };
+}
+
+// The last page that begins at or before `offset`: pages without text begin where the next
+// one does, and hold none of it.
+function pageAt(pageStarts: number[], offset: number): number {
+  let low = 0;
+  let high = pageStarts.length - 1;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if ((pageStarts[middle] ?? 0) <= offset) low = middle;
+    else high = middle - 1;
+  }
+  return low + 1;
+}
+
+function splitIntoWordRuns(sentence: string, maxWords: number, first: string, start: number) {
   const words = sentence.split(' ');
   const units: Unit[] = [];
-  for (let start = 0; start < words.length; start += maxWords) {
-    const run = words.slice(start, start + maxWords);
-    units.push({ text: run.join(' '), words: run.length, separator: start === 0 ? first : ' ' });
+  let at = start;
+  for (let from = 0; from < words.length; from += maxWords) {
+    const run = words.slice(from, from + maxWords);
+    const text = run.join(' ');
+    units.push({ text, words: run.length, separator: from === 0 ? first : ' ', start: at });
+    at += text.length + 1;
   }
   return units;
 }
@@ -306,44 +348,69 @@ function splitIntoWordRuns(sentence: string, maxWords: number, first: string): U
 // still too long into runs of words. No unit is longer than `maxWords`.
 function splitIntoUnits(text: string, maxWords: number): Unit[] {
   const units: Unit[] = [];
-  for (const paragraph of text.split(/\n{2,}/)) {
+  // The captured breaks between paragraphs keep every piece's place in the text known.
+  const pieces = text.split(/(\n{2,})/);
+  let at = 0;
+  for (const [position, paragraph] of pieces.entries()) {
+    const paragraphStart = at;
+    at += paragraph.length;
+    if (position % 2 === 1) continue;
     const block = paragraph.trim();
     if (!block) continue;
+    const blockStart = paragraphStart + paragraph.length - paragraph.trimStart().length;
     const words = countWords(block);
     if (words <= maxWords) {
-      units.push({ text: block, words, separator: '\n\n' });
+      units.push({ text: block, words, separator: '\n\n', start: blockStart });
       continue;
     }
     // A sentence ends at . ! or ? (and a closing quote or bracket) before a space; a line break
     // ends one too. The captured separators keep lists as lists.
     const parts = block.split(/((?<=[.!?]["'”’)\]]?) |\n)/);
     let separator = '\n\n';
+    let sentenceStart = blockStart;
     for (let index = 0; index < parts.length; index += 2) {
       const sentence = parts[index] ?? '';
       if (sentence) {
         const sentenceWords = countWords(sentence);
         if (sentenceWords <= maxWords) {
-          units.push({ text: sentence, words: sentenceWords, separator });
-        } else units.push(...splitIntoWordRuns(sentence, maxWords, separator));
+          units.push({ text: sentence, words: sentenceWords, separator, start: sentenceStart });
+        } else units.push(...splitIntoWordRuns(sentence, maxWords, separator, sentenceStart));
       }
       separator = parts[index + 1] ?? ' ';
+      sentenceStart += sentence.length + separator.length;
     }
   }
   return units;
 }
 
-// The last `words` words of a chunk, with the spacing they had.
-function tailOf(content: string, words: number): { text: string; words: number } {
-  if (words <= 0) return { text: '', words: 0 };
+// A stretch of a chunk's content that is the normalized text as is: `at` in the content,
+// `start` in the text. Separators between them are the chunker's own.
+type Span = { at: number; start: number; length: number };
+
+// The last `words` words of a chunk, with the spacing they had, and where they came from.
+function tailOf(
+  content: string,
+  spans: Span[],
+  words: number,
+): { text: string; words: number; spans: Span[] } {
+  if (words <= 0) return { text: '', words: 0, spans: [] };
   const starts = [...content.matchAll(/\S+/g)].map((match) => match.index);
   const from = starts[Math.max(starts.length - words, 0)] ?? 0;
-  return { text: content.slice(from), words: Math.min(words, starts.length) };
+  // A word never begins in a separator, so `from` falls inside a span.
+  const kept = spans.flatMap((span) => {
+    if (span.at + span.length <= from) return [];
+    const cut = Math.max(from - span.at, 0);
+    return [{ at: span.at + cut - from, start: span.start + cut, length: span.length - cut }];
+  });
+  return { text: content.slice(from), words: Math.min(words, starts.length), spans: kept };
 }
 
 // Splits text into chunks of at most `targetTokens` (estimated, see estimateTokens), breaking at
 // paragraphs and headings where it can, then at sentences, then between words. Each chunk after
 // the first begins with the last `overlapTokens` worth of words of the one before, so a passage
-// cut by a boundary is whole in one of them. Empty text gives no chunks.
+// cut by a boundary is whole in one of them. Empty text gives no chunks. With `pageStarts`, each
+// chunk is given the page its first word is on (an overlap's, so a passage cited is found where
+// it begins), and a page break always breaks a line.
 export function chunkText(text: string, options: ChunkOptions = {}): TextChunk[] {
   const targetTokens = options.targetTokens ?? DEFAULT_TARGET_TOKENS;
   const overlapTokens = options.overlapTokens ?? DEFAULT_OVERLAP_TOKENS;
@@ -355,21 +422,26 @@ export function chunkText(text: string, options: ChunkOptions = {}): TextChunk[]
     throw new RangeError('chunkText: targetTokens must leave room for more than the overlap');
   }
 
+  const normalized = normalizePages(text, options.pageStarts);
+  const pageStarts = normalized.pageStarts;
   const chunks: TextChunk[] = [];
   let content = '';
   let words = 0;
+  let spans: Span[] = [];
   const emit = () => {
-    chunks.push({ index: chunks.length, content, tokenCount: estimateTokens(words) });
+    const chunk: TextChunk = { index: chunks.length, content, tokenCount: estimateTokens(words) };
+    if (pageStarts) chunk.page = pageAt(pageStarts, spans[0]?.start ?? 0);
+    chunks.push(chunk);
   };
-  for (const unit of splitIntoUnits(normalize(text), unitWords)) {
+  for (const unit of splitIntoUnits(normalized.text, unitWords)) {
     // A chunk that just took its overlap always takes the next unit too: units leave room for it.
     if (content && words + unit.words > maxWords) {
       emit();
-      const tail = tailOf(content, overlapWords);
-      content = tail.text;
-      words = tail.words;
+      ({ text: content, words, spans } = tailOf(content, spans, overlapWords));
     }
+    const at = content ? content.length + unit.separator.length : 0;
     content = content ? `${content}${unit.separator}${unit.text}` : unit.text;
+    spans.push({ at, start: unit.start, length: unit.text.length });
     words += unit.words;
   }
   if (content) emit();

@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { BusError } from '@jarvis/bus';
-import type {
-  DocumentChunk,
-  DocumentContentType,
-  MemoryDocumentsDeleteResponse,
-  MemoryDocumentsGetRequest,
-  MemoryDocumentsGetResponse,
-  MemoryDocumentsIngestRequest,
-  MemoryDocumentsIngestResponse,
-  MemoryDocumentsListRequest,
-  MemoryDocumentsListResponse,
+import {
+  DOCUMENT_CONTENT_MAX_CHARS,
+  DOCX_MEDIA_TYPE,
+  type DocumentChunk,
+  type DocumentContentType,
+  type MemoryDocumentsDeleteResponse,
+  type MemoryDocumentsGetRequest,
+  type MemoryDocumentsGetResponse,
+  type MemoryDocumentsIngestRequest,
+  type MemoryDocumentsIngestResponse,
+  type MemoryDocumentsListRequest,
+  type MemoryDocumentsListResponse,
+  PDF_MEDIA_TYPE,
 } from '@jarvis/contracts';
 import { type Pool, type Queryable, withBatchTransaction, withTransaction } from '@jarvis/db';
 import { countTermsByItem, embedDocument, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
@@ -40,11 +43,60 @@ const REPLY_CHUNKS_MAX_BYTES = 768 * 1024;
 // A chunk's index and token count as JSON, besides its content.
 const CHUNK_OVERHEAD_BYTES = 64;
 
+// A PDF's or a DOCX's text was extracted by the tools service and is kept as it came, so the
+// offsets where its pages begin still hold.
 const TO_TEXT: Record<DocumentContentType, (content: string) => string> = {
   'text/plain': (content) => content,
   'text/markdown': markdownToText,
   'text/html': htmlToText,
+  [PDF_MEDIA_TYPE]: (content) => content,
+  [DOCX_MEDIA_TYPE]: (content) => content,
 };
+
+// Reads an object of the uploads bucket: undefined when it is not there.
+export type ReadBlob = (name: string) => Promise<Uint8Array | undefined>;
+
+// For callers that only ever pass the text inline (tests, tools that seed documents).
+const NO_BLOBS: ReadBlob = () => {
+  throw new BusError('unavailable', 'this memory service reads no uploads bucket');
+};
+
+// A UTF-16 code unit is at most 3 bytes of UTF-8 (a pair of them, 4): past this, the text is
+// too long without decoding it.
+const CONTENT_MAX_BYTES = DOCUMENT_CONTENT_MAX_CHARS * 3;
+
+// The text inline, or from the blob the sender put it in, held to the rules inline text is held
+// to by the contract.
+async function readContent(request: IngestRequest, readBlob: ReadBlob): Promise<string> {
+  if (request.content !== undefined) return request.content;
+  if (request.contentBlob === undefined) {
+    throw new BusError('bad_request', 'exactly one of content and contentBlob is required');
+  }
+  const bytes = await readBlob(request.contentBlob);
+  if (!bytes) {
+    throw new BusError('bad_request', "the document's text is no longer in the uploads bucket");
+  }
+  if (bytes.byteLength > CONTENT_MAX_BYTES) throw contentTooLong();
+  let content: string;
+  try {
+    content = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new BusError('bad_request', "the document's text is not valid UTF-8");
+  }
+  if (content.length === 0) throw new BusError('bad_request', 'document has no text');
+  if (content.length > DOCUMENT_CONTENT_MAX_CHARS) throw contentTooLong();
+  if ((request.pageStarts?.at(-1) ?? 0) > content.length) {
+    throw new BusError('bad_request', 'pageStarts: must not point past the end of content');
+  }
+  return content;
+}
+
+function contentTooLong(): BusError {
+  return new BusError(
+    'payload_too_large',
+    `document text is longer than ${DOCUMENT_CONTENT_MAX_CHARS} characters`,
+  );
+}
 
 // A missing document and another user's answer the same, so ids never leak.
 function documentNotFound(): BusError {
@@ -81,13 +133,17 @@ export async function indexChunks(
 }
 
 // Converts, chunks and stores the document, and makes every chunk searchable in the same
-// transaction.
+// transaction. Each chunk of a document with pages keeps the page it begins on.
 export async function ingestDocument(
   pool: Pool,
   request: IngestRequest,
+  readBlob: ReadBlob = NO_BLOBS,
 ): Promise<MemoryDocumentsIngestResponse> {
-  const text = TO_TEXT[request.contentType](request.content);
-  const chunks: NewChunk[] = chunkText(text).map((chunk) => ({ ...chunk, id: randomUUID() }));
+  const text = TO_TEXT[request.contentType](await readContent(request, readBlob));
+  const chunks: NewChunk[] = chunkText(text, { pageStarts: request.pageStarts }).map((chunk) => ({
+    ...chunk,
+    id: randomUUID(),
+  }));
   if (chunks.length === 0) throw new BusError('bad_request', 'document has no text');
   // Batch work: a long document's chunks are embedded and indexed in this one transaction.
   return withBatchTransaction(pool, async (db) => {
@@ -100,6 +156,7 @@ export async function ingestDocument(
       metadata: request.metadata ?? {},
       sizeChars: text.length,
       chunkCount: chunks.length,
+      pageCount: request.pageStarts?.length ?? null,
     });
     const createdAt = await insertChunks(db, request.userId, document.id, chunks);
     const { rows, chunkTerms } = await indexChunks(db, request.userId, chunks, createdAt);

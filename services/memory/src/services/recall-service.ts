@@ -100,11 +100,22 @@ export async function recallContext(
   const relevant = keepWithin(
     candidates.filter((result) => !later.has(result.id)).slice(0, RECALL_RELEVANT_LIMIT),
     limit,
-    (result) =>
-      withTokens(
-        { kind: result.kind, id: result.id, text: result.text, createdAt: result.createdAt },
-        result.text,
-      ),
+    (result) => {
+      const item = {
+        kind: result.kind,
+        id: result.id,
+        text: result.text,
+        createdAt: result.createdAt,
+      };
+      const cited = citationOf(result);
+      // The prompt shows the citation beside the text: the tokens the item costs are of both.
+      return cited
+        ? withTokens(
+            { ...item, ...cited },
+            `"${cited.title}", page ${cited.page ?? ''} ${item.text}`,
+          )
+        : withTokens(item, item.text);
+    },
   );
   // Summaries and recent messages are kept newest first, then given back in their order; the
   // newest message always.
@@ -123,6 +134,17 @@ export async function recallContext(
     summaries: keptSummaries.reverse(),
     recent: keptRecent.reverse(),
   };
+}
+
+// Where a document chunk came from, from its search metadata: the document's title, and the page
+// the chunk begins on when the document has pages.
+function citationOf(result: {
+  kind: string;
+  metadata: Record<string, unknown>;
+}): { title: string; page?: number } | undefined {
+  const { title, page } = result.metadata;
+  if (result.kind !== 'document' || typeof title !== 'string') return undefined;
+  return typeof page === 'number' ? { title, page } : { title };
 }
 
 // The recent messages as the conversation went: each reply right after the message it answers

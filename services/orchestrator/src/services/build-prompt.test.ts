@@ -119,4 +119,36 @@ describe('buildPrompt', () => {
     expect(system).toContain('- [2025-02-11, message] I would love to see Lisbon again.');
     expect(prompt.slice(1)).toEqual([{ role: 'user', content: 'where should we go in June?' }]);
   });
+
+  it("names a recalled document's title, and its page when it has pages", () => {
+    const at = '2026-11-20T09:00:00.000Z';
+    const prompt = buildPrompt(
+      recalled([stored('user', 'when does the taper begin?')], {
+        relevant: [
+          {
+            kind: 'document',
+            id: randomUUID(),
+            text: 'The taper begins three weeks before the race.',
+            createdAt: at,
+            title: 'Hobby handbook',
+            page: 4,
+          },
+          {
+            kind: 'document',
+            id: randomUUID(),
+            text: 'Kibble twice.',
+            createdAt: at,
+            title: 'Dog',
+          },
+        ],
+      }),
+      NOW,
+    );
+
+    const system = prompt[0]?.content ?? '';
+    expect(system).toContain(
+      '- [2026-11-20, document "Hobby handbook", page 4] The taper begins three weeks before the race.',
+    );
+    expect(system).toContain('- [2026-11-20, document "Dog"] Kibble twice.');
+  });
 });

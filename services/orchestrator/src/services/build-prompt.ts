@@ -16,6 +16,13 @@ function day(iso: string): string {
   return iso.slice(0, 10);
 }
 
+// A document's title and page beside its text, so the answer can name where it read it:
+// ` "Hobby handbook", page 4`.
+function citation(item: RecalledItem): string {
+  if (item.title === undefined) return '';
+  return item.page === undefined ? ` "${item.title}"` : ` "${item.title}", page ${item.page}`;
+}
+
 // System prompt (persona, date, what memory recalled), then the recent conversation as the model
 // should see it. Recalled memories carry their dates: "last Tuesday" in a memory is relative to
 // when it was said, not to today.
@@ -34,7 +41,7 @@ export function buildPrompt(recall: PromptContext, now: Date, timeZone = 'UTC'):
   }
   if (recall.relevant.length > 0) {
     const lines = recall.relevant.map(
-      (item) => `- [${day(item.createdAt)}, ${item.kind}] ${item.text}`,
+      (item) => `- [${day(item.createdAt)}, ${item.kind}${citation(item)}] ${item.text}`,
     );
     sections.push(`Memories that may be relevant:\n${lines.join('\n')}`);
   }

@@ -54,6 +54,10 @@ const ACT_ROLES = [
 ] as const;
 // How long browser_act waits for its element to be there and ready.
 const ACT_TIMEOUT_MS = 5_000;
+// Longest browser_act waits after acting for the page's requests to go quiet.
+const ACT_SETTLE_MS = 3_000;
+// How long without requests counts as quiet.
+const QUIET_MS = 300;
 
 const urlProperty = {
   type: 'string',
@@ -205,13 +209,21 @@ export function createBrowserActTool(options: BrowserToolsOptions): Tool<ActArgs
             );
           }
           const refusedBefore = run.session.refusals().length;
-          if (action === 'click') await target.click({ timeout: ACT_TIMEOUT_MS });
-          else if (action === 'type') await target.fill(text ?? '', { timeout: ACT_TIMEOUT_MS });
-          else await target.selectOption(text ?? '', { timeout: ACT_TIMEOUT_MS });
-          // A click may navigate: give the next page its load, within the page's limit.
-          await page
-            .waitForLoadState('load', { timeout: run.limits.pageTimeoutMs })
-            .catch(() => {});
+          const requests = watchRequests(page);
+          try {
+            if (action === 'click') await target.click({ timeout: ACT_TIMEOUT_MS });
+            else if (action === 'type') await target.fill(text ?? '', { timeout: ACT_TIMEOUT_MS });
+            else await target.selectOption(text ?? '', { timeout: ACT_TIMEOUT_MS });
+            // A click may navigate, or start the page's own requests: give the next page its
+            // load, within the page's limit, and the requests the action began a moment to
+            // finish, so the result shows what the action did.
+            await page
+              .waitForLoadState('load', { timeout: run.limits.pageTimeoutMs })
+              .catch(() => {});
+            await requests.quiet(ACT_SETTLE_MS);
+          } finally {
+            requests.stop();
+          }
           const refused = run.session.refusals().slice(refusedBefore);
           return {
             notice: UNTRUSTED_NOTICE,
@@ -289,6 +301,37 @@ function noPage(): BusError {
     'bad_request',
     'this run has no page open: call browser_open first (a page closes when its run ends or after a while unused)',
   );
+}
+
+// Counts the page's requests in flight from now on; `quiet` waits until none has been for a
+// moment (or maxMs passed). Playwright's 'networkidle' counts from the last navigation, which
+// an action on a loaded page does not start.
+function watchRequests(page: Page) {
+  let inFlight = 0;
+  let quietSince = Date.now();
+  const started = () => {
+    inFlight += 1;
+  };
+  const ended = () => {
+    inFlight = Math.max(0, inFlight - 1);
+    if (inFlight === 0) quietSince = Date.now();
+  };
+  page.on('request', started);
+  page.on('requestfinished', ended);
+  page.on('requestfailed', ended);
+  return {
+    async quiet(maxMs: number) {
+      const deadline = Date.now() + maxMs;
+      while (Date.now() < deadline && (inFlight > 0 || Date.now() - quietSince < QUIET_MS)) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    stop() {
+      page.off('request', started);
+      page.off('requestfinished', ended);
+      page.off('requestfailed', ended);
+    },
+  };
 }
 
 // A PNG small enough to store and send (SCREENSHOT_MAX_BYTES): a busy page at full size may not

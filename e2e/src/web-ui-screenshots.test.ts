@@ -23,6 +23,8 @@ const PAGE = `<!doctype html><html><head><title>Tide table</title></head>
   <script>document.getElementById('out').textContent = 'High tide at 14:05';</script>
   </body></html>`;
 const DOCUMENT_TITLE = 'Harbour rules';
+// The upload limit, small here so that a file past it is quick to send.
+const UPLOAD_MAX_BYTES = 1_048_576;
 
 // Whether an OpenAI-format request offered the model browser_screenshot.
 function offersScreenshot(body: unknown): boolean {
@@ -58,7 +60,10 @@ describe('screenshots and uploads in the web UI', () => {
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/tides`;
-    fixture = await startStackFixture({ TOOL_TIMEOUT_MS: '30000' });
+    fixture = await startStackFixture({
+      TOOL_TIMEOUT_MS: '30000',
+      DOCUMENT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX_BYTES),
+    });
     key = (await fixture.createUser('sol')).apiKey;
     // Asked for a picture, the model calls browser_screenshot once, then answers; anything else
     // it answers at once.
@@ -195,6 +200,25 @@ describe('screenshots and uploads in the web UI', () => {
     expect(await page.getByRole('list', { name: 'Documents' }).getByRole('listitem').count()).toBe(
       1,
     );
+    const listed = (await (await api('GET', '/v1/memory/documents')).json()) as {
+      documents: unknown[];
+    };
+    expect(listed.documents).toHaveLength(1);
+  });
+
+  it('shows a file past the size limit refused as too large, not as a broken connection', async () => {
+    const form = page.getByRole('form', { name: 'Upload a document' });
+    await form.getByLabel(/^File/).setInputFiles({
+      name: 'big.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.alloc(UPLOAD_MAX_BYTES + 1, 'a'),
+    });
+    await form.getByRole('button', { name: 'Upload' }).click();
+    const alert = form.getByRole('alert');
+    await expect.poll(() => alert.textContent(), { timeout: 30_000 }).toMatch(/limit|large/i);
+    expect(await alert.textContent()).not.toContain('cannot be reached');
+    // The form is usable again.
+    expect(await form.getByRole('button', { name: 'Upload' }).isEnabled()).toBe(true);
     const listed = (await (await api('GET', '/v1/memory/documents')).json()) as {
       documents: unknown[];
     };

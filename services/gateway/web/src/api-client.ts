@@ -22,7 +22,7 @@ export type ApiClient = {
   upload<T>(path: string, form: FormData, options?: UploadOptions): Promise<T>;
 };
 
-export type UploadOptions = {
+type UploadOptions = {
   onProgress?: (sentShare: number) => void;
   signal?: AbortSignal;
 };

@@ -3,7 +3,7 @@ import { crc32, deflateRawSync, constants as zlibConstants } from 'node:zlib';
 import { Document, Packer, Paragraph, TextRun } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 
-export type MakePdfOptions = {
+type MakePdfOptions = {
   // One string per page (lines split on \n), or a page count: each page then says "Page N of M"
   // (or nothing, with `blank`: a 10,000-page PDF is generated in half the time).
   pages: string[] | number;
@@ -45,7 +45,7 @@ function pageNumbers(count: number, blank: boolean): string[] {
   );
 }
 
-export type MakeDocxOptions = { paragraphs: string[]; title?: string };
+type MakeDocxOptions = { paragraphs: string[]; title?: string };
 
 // A real DOCX, written by the docx package; `title` goes to its core properties (dc:title).
 export async function makeDocx(options: MakeDocxOptions): Promise<Uint8Array> {
@@ -74,7 +74,7 @@ export async function ownerPasswordPdf(): Promise<Uint8Array> {
   return new Uint8Array(await readFile(new URL('../fixtures/owner-password.pdf', import.meta.url)));
 }
 
-export type ZipEntry = {
+type ZipEntry = {
   name: string;
   // The entry's content, or `repeat` copies of `unit` between `prefix` and `suffix` (built
   // without holding them all).
@@ -92,7 +92,7 @@ const DOCX_RELS =
 const DOCX_PARAGRAPH =
   '<w:p><w:r><w:t>All work and no play makes Jack a dull boy. </w:t></w:r></w:p>';
 
-export type DocxZipBombOptions = {
+type DocxZipBombOptions = {
   // Bytes word/document.xml unzips to (default 1 GiB).
   unzippedBytes?: number;
   // The headers claim only this many bytes (default: the truth).

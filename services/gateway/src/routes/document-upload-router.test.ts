@@ -247,7 +247,7 @@ describe('refusing an upload, with nothing stored and nothing left in the bucket
         ]),
       }),
       413,
-      new RegExp(`${UPLOAD_MAX_BYTES} bytes`),
+      new RegExp(`upload limit \\(${UPLOAD_MAX_BYTES} bytes\\)`),
     ],
     [
       'a file far over the limit',

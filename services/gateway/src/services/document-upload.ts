@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { BlobStore, Bus } from '@jarvis/bus';
+import { type BlobStore, type Bus, isBusError } from '@jarvis/bus';
 import {
   DOCUMENT_SOURCE_MAX_CHARS,
   DOCUMENT_TITLE_MAX_CHARS,
@@ -52,6 +52,13 @@ function cleanFilename(name: string): string {
   return clean === '' ? 'upload' : clean;
 }
 
+const MIB = 1024 * 1024;
+
+function tooLargeMessage(maxBytes: number): string {
+  const mib = maxBytes % MIB === 0 ? `${maxBytes / MIB} MiB, ` : '';
+  return `the file is larger than the upload limit (${mib}${maxBytes} bytes)`;
+}
+
 function badRequest(message: string): HttpError {
   return new HttpError('bad_request', message);
 }
@@ -80,6 +87,10 @@ export async function receiveUpload(
     // A put cut short by the failure settles first, so the delete finds what it wrote.
     await stored?.catch(() => undefined);
     await options.store.delete(blob).catch(() => undefined);
+    // The blob store's refusal, in the words of an upload.
+    if (isBusError(error) && error.code === 'payload_too_large') {
+      throw new HttpError('payload_too_large', tooLargeMessage(options.maxBytes));
+    }
     throw error;
   }
 }

@@ -137,6 +137,32 @@ describe('extractDocument: PDF', () => {
   }, 30_000);
 });
 
+describe('extractDocument: many at once', () => {
+  it('reads two documents at a time, lets two wait and turns the fifth away', async () => {
+    const pdf = await makePdf({ pages: 20 });
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 5 }, () => extractDocument(pdf, { filename: 'a.pdf' }, LIMITS)),
+    );
+
+    const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(refused).toEqual([
+      {
+        status: 'rejected',
+        reason: expect.objectContaining({
+          code: 'unavailable',
+          message: 'Other documents are being read right now; try again in a minute.',
+        }),
+      },
+    ]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(4);
+    // The slots are all free again.
+    await expect(extractDocument(pdf, { filename: 'a.pdf' }, LIMITS)).resolves.toMatchObject({
+      pages: 20,
+    });
+  }, 60_000);
+});
+
 describe('extractDocument: DOCX', () => {
   it('reads the paragraphs and the title', async () => {
     const docx = await makeDocx({

@@ -112,15 +112,17 @@ export async function extractDocument(
   const sniffed = sniff(bytes);
   const mediaType = settleType(sniffed, claim);
   if (sniffed.kind === 'text') return readText(sniffed.text, mediaType, limits);
-  const extracted = await runWorker(
-    {
-      kind: mediaType === PDF_MEDIA_TYPE ? 'pdf' : 'docx',
-      bytes,
-      maxPages: limits.maxPages,
-      maxTextChars: limits.maxTextChars,
-      maxUnzippedBytes: limits.maxUnzippedBytes,
-    },
-    limits,
+  const extracted = await withReadingSlot(() =>
+    runWorker(
+      {
+        kind: mediaType === PDF_MEDIA_TYPE ? 'pdf' : 'docx',
+        bytes,
+        maxPages: limits.maxPages,
+        maxTextChars: limits.maxTextChars,
+        maxUnzippedBytes: limits.maxUnzippedBytes,
+      },
+      limits,
+    ),
   );
   return { mediaType, ...extracted };
 }
@@ -250,6 +252,36 @@ function readHtmlTitle(html: string): string | undefined {
 }
 
 type Extracted = Omit<ExtractedDocument, 'mediaType'>;
+
+// Documents read at once in this process, and how many more may wait for a turn. Each worker may
+// use its whole heap limit, so this bounds what uploads take from the service (which runs the
+// browser too) to twice DOCUMENT_EXTRACT_MEMORY_MB; and a longer queue would keep an upload
+// waiting past the gateway's patience, to be stored after its user was told it failed.
+const MAX_READING = 2;
+const MAX_WAITING = 2;
+let reading = 0;
+const waiting: (() => void)[] = [];
+
+async function withReadingSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (reading < MAX_READING) {
+    reading += 1;
+  } else if (waiting.length < MAX_WAITING) {
+    // The slot is handed over by the reading that ends, still counted.
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else {
+    throw new BusError(
+      'unavailable',
+      'Other documents are being read right now; try again in a minute.',
+    );
+  }
+  try {
+    return await work();
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else reading -= 1;
+  }
+}
 
 // Under the tests this module is TypeScript and so is its worker, which tsx then loads through
 // extract-worker-source.mjs; in the image both are bundled JavaScript side by side in dist/

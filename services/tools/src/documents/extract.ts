@@ -30,7 +30,7 @@ export type ExtractLimits = {
   maxUnzippedBytes: number;
 };
 
-type Kind = 'pdf' | 'docx' | 'zip' | 'text' | 'binary';
+type Kind = 'pdf' | 'zip' | 'text' | 'binary';
 // What the bytes are; text comes decoded.
 type Sniffed = { kind: Exclude<Kind, 'text'> } | { kind: 'text'; text: string };
 
@@ -72,7 +72,6 @@ const EXTENSIONS: Record<string, DocumentContentType> = {
 };
 const KIND_NAMES: Record<Kind, string> = {
   pdf: 'a PDF',
-  docx: 'a Word (DOCX) document',
   zip: 'a ZIP archive',
   text: 'text',
   binary: 'binary data that is none of PDF, DOCX or UTF-8 text',
@@ -165,47 +164,37 @@ function decodeText(bytes: Uint8Array): string | undefined {
 }
 
 function settleType(sniffed: Sniffed, claim: Claim): DocumentContentType {
-  const { kind } = sniffed;
   const claimed = claim && 'mediaType' in claim ? claim : undefined;
-  const found: DocumentContentType | undefined =
-    kind === 'pdf'
-      ? PDF_MEDIA_TYPE
-      : kind === 'zip'
-        ? // A ZIP is taken for a DOCX until the worker finds no word/document.xml in it.
-          DOCX_MEDIA_TYPE
-        : undefined;
-  if (kind === 'binary') {
-    throw new BusError(
-      'bad_request',
-      claimed
-        ? `The file is ${claimed.said} but its content is not ${TYPE_NAMES[claimed.mediaType]}: only ${SUPPORTED} can be imported.`
-        : `The file's content is ${KIND_NAMES.binary}: only ${SUPPORTED} can be imported.`,
-    );
+  switch (sniffed.kind) {
+    case 'binary':
+      throw new BusError(
+        'bad_request',
+        claimed
+          ? `The file is ${claimed.said} but its content is not ${TYPE_NAMES[claimed.mediaType]}: only ${SUPPORTED} can be imported.`
+          : `The file's content is ${KIND_NAMES.binary}: only ${SUPPORTED} can be imported.`,
+      );
+    case 'text':
+      // Unnamed text that starts as an HTML document is HTML; named text is what its name says.
+      if (!claimed) return HTML_START.test(sniffed.text) ? 'text/html' : 'text/plain';
+      if (isTextType(claimed.mediaType)) return claimed.mediaType;
+      throw mismatch(claimed, sniffed.kind);
+    default: {
+      // A ZIP is taken for a DOCX until the worker finds no word/document.xml in it.
+      const found = sniffed.kind === 'pdf' ? PDF_MEDIA_TYPE : DOCX_MEDIA_TYPE;
+      if (claimed && claimed.mediaType !== found) throw mismatch(claimed, sniffed.kind);
+      return found;
+    }
   }
-  if (sniffed.kind === 'text') {
-    // Unnamed text that starts as an HTML document is HTML; named text is what its name says.
-    if (!claimed) return HTML_START.test(sniffed.text) ? 'text/html' : 'text/plain';
-    if (isTextType(claimed.mediaType)) return claimed.mediaType;
-    throw mismatch(claimed, kind);
-  }
-  if (found === undefined) throw mismatch(claimed, kind);
-  if (claimed && claimed.mediaType !== found) throw mismatch(claimed, kind);
-  return found;
 }
 
 function isTextType(mediaType: DocumentContentType): boolean {
   return mediaType === 'text/plain' || mediaType === 'text/markdown' || mediaType === 'text/html';
 }
 
-function mismatch(
-  claimed: { mediaType: DocumentContentType; said: string } | undefined,
-  kind: Kind,
-): BusError {
+function mismatch(claimed: { mediaType: DocumentContentType; said: string }, kind: Kind): BusError {
   return new BusError(
     'bad_request',
-    claimed
-      ? `The file is ${claimed.said} but its content is ${KIND_NAMES[kind]}, not ${TYPE_NAMES[claimed.mediaType]}.`
-      : `The file's content is ${KIND_NAMES[kind]}: only ${SUPPORTED} can be imported.`,
+    `The file is ${claimed.said} but its content is ${KIND_NAMES[kind]}, not ${TYPE_NAMES[claimed.mediaType]}.`,
   );
 }
 

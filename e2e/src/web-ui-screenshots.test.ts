@@ -22,6 +22,12 @@ const PAGE = `<!doctype html><html><head><title>Tide table</title></head>
   <body><main id="out"></main>
   <script>document.getElementById('out').textContent = 'High tide at 14:05';</script>
   </body></html>`;
+// A page to act on: its button shows the answer.
+const BUTTON_PAGE = `<!doctype html><html><head><title>Ferry</title></head>
+  <body><button type="button" id="go">Next ferry</button><p id="out"></p>
+  <script>document.getElementById('go').addEventListener('click', () => {
+    document.getElementById('out').textContent = 'The next ferry leaves at 15:30';
+  });</script></body></html>`;
 const DOCUMENT_TITLE = 'Harbour rules';
 // The upload limit, small here so that a file past it is quick to send.
 const UPLOAD_MAX_BYTES = 1_048_576;
@@ -54,9 +60,9 @@ describe('screenshots and uploads in the web UI', () => {
   };
 
   beforeAll(async () => {
-    site = createServer((_request, response) => {
+    site = createServer((request, response) => {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      response.end(PAGE);
+      response.end(request.url === '/ferry' ? BUTTON_PAGE : PAGE);
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/tides`;
@@ -65,15 +71,32 @@ describe('screenshots and uploads in the web UI', () => {
       DOCUMENT_UPLOAD_MAX_BYTES: String(UPLOAD_MAX_BYTES),
     });
     key = (await fixture.createUser('sol')).apiKey;
-    // Asked for a picture, the model calls browser_screenshot once, then answers; anything else
-    // it answers at once.
+    // Asked for a picture, the model calls browser_screenshot once, then answers. Asked to press
+    // the button, it opens the page, clicks (which waits for approval), takes a screenshot of
+    // the page it clicked on, then answers. Anything else it answers at once.
     fixture.fake.onChat((request) => {
       if (!isTurnRequest(request)) return { content: '{"operations": []}' };
       const messages = sentMessages(request);
       const asked = messages.findLast((message) => message.role === 'user')?.content ?? '';
-      if (!asked.startsWith('Show me')) return { content: 'Here.' };
-      if (messages.at(-1)?.role === 'tool') return { content: 'Here is the tide table.' };
-      return { toolCalls: [{ name: 'browser_screenshot', arguments: { url: siteUrl } }] };
+      const results = messages.filter((message) => message.role === 'tool').length;
+      if (asked.startsWith('Show me')) {
+        if (messages.at(-1)?.role === 'tool') return { content: 'Here is the tide table.' };
+        return { toolCalls: [{ name: 'browser_screenshot', arguments: { url: siteUrl } }] };
+      }
+      if (asked.startsWith('Press')) {
+        const ferryUrl = new URL('/ferry', siteUrl).href;
+        const steps = [
+          { name: 'browser_open', arguments: { url: ferryUrl } },
+          {
+            name: 'browser_act',
+            arguments: { action: 'click', role: 'button', name: 'Next ferry' },
+          },
+          { name: 'browser_screenshot', arguments: {} },
+        ];
+        const next = steps[results];
+        return next ? { toolCalls: [next] } : { content: 'Pressed it.' };
+      }
+      return { content: 'Here.' };
     });
     browser = await openBrowserPage();
     page = browser.page;
@@ -158,6 +181,32 @@ describe('screenshots and uploads in the web UI', () => {
     ).toBe('PNG');
     await picture.scrollIntoViewIfNeeded();
     await browser.shoot('screenshot-in-run');
+  });
+
+  it('shows the screenshot taken after an approval, in the reply that follows it', async () => {
+    await page.goto(`${fixture.stack.gatewayUrl}/chat`);
+    await page.getByLabel('Message', { exact: true }).fill('Press the ferry button');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await log.getByRole('button', { name: 'Approve' }).click({ timeout: 60_000 });
+    await log.getByText('Pressed it.').waitFor({ timeout: 60_000 });
+
+    // That answer came as JSON, without tool events: the screenshot is read from the run.
+    const reply = log.getByRole('article', { name: 'Jarvis said' }).last();
+    const picture = reply.getByRole('img', { name: 'Screenshot by browser_screenshot' });
+    await picture.waitFor();
+    const size = await page.evaluate(
+      `(async () => { const img = [...document.querySelectorAll('.chat-log .screenshot img')].at(-1);
+        await img.decode();
+        return img.naturalWidth; })()`,
+    );
+    expect(size).toBeGreaterThan(100);
+    // Once: the reload left the earlier turn's tool steps out (the history holds messages).
+    expect(await log.getByRole('img', { name: 'Screenshot by browser_screenshot' }).count()).toBe(
+      1,
+    );
+    await picture.scrollIntoViewIfNeeded();
+    await browser.shoot('screenshot-after-approval');
   });
 
   it('uploads a PDF from the Documents panel, with its pages and chunks', async () => {

@@ -5,6 +5,7 @@ import type {
   HistoryMessage,
   MemoryConversationsListResponse,
   MemoryMessagesListResponse,
+  RunsGetResponse,
   ToolScreenshot,
   Usage,
   UserEvent,
@@ -104,6 +105,35 @@ function toEntry(message: HistoryMessage): ChatEntry | undefined {
   };
 }
 
+// The screenshots a run's tools took, as steps to show, except those already shown: an answer
+// that came as JSON (after an approval, or from a server that does not stream) brought no
+// tool_finished events to carry them. Best effort: without the run, the reply still shows.
+async function screenshotStepsOf(
+  client: ApiClient,
+  runId: string,
+  shown: Set<string>,
+): Promise<ToolStep[]> {
+  try {
+    const { run } = await client.get<RunsGetResponse>(`/v1/runs/${encodeURIComponent(runId)}`);
+    return run.steps.flatMap((step): ToolStep[] => {
+      const screenshot = step.kind === 'tool' ? asScreenshot(step.output.screenshot) : undefined;
+      if (!screenshot || shown.has(screenshot.id)) return [];
+      return [
+        {
+          id: step.id,
+          name: step.name,
+          summary: summariseArguments(step.input),
+          status: step.status === 'ok' ? 'ok' : 'error',
+          durationMs: step.durationMs,
+          screenshot,
+        },
+      ];
+    });
+  } catch {
+    return [];
+  }
+}
+
 // The conversation as this browser sees it. It lives outside the chat view, so a reply that
 // streams in while the user reads their memory is there when they come back.
 export function createChatStore(client: ApiClient, events: UserEventsFeed): ChatStore {
@@ -121,6 +151,20 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
         entry.kind === 'assistant' && entry.key === key ? change(entry) : entry,
       ),
     });
+  }
+
+  // Adds to a reply the screenshots its run took that the chat has not shown yet.
+  async function addRunScreenshots(key: string, runId: string): Promise<void> {
+    const shown = new Set(
+      state.entries.flatMap((entry) =>
+        entry.kind === 'assistant'
+          ? entry.tools.flatMap((tool) => (tool.screenshot ? [tool.screenshot.id] : []))
+          : [],
+      ),
+    );
+    const steps = await screenshotStepsOf(client, runId, shown);
+    if (steps.length === 0) return;
+    updateAssistant(key, (entry) => ({ ...entry, tools: [...entry.tools, ...steps] }));
   }
 
   function updateApproval(approvalId: string, change: Partial<ApprovalCard>): void {
@@ -310,6 +354,7 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
           usage: outcome.usage,
           ...(outcome.approval ? { approval: { ...outcome.approval, state: 'pending' } } : {}),
         }));
+        if (!outcome.isStreamed) void addRunScreenshots(replyKey, outcome.runId);
       } catch (error) {
         updateAssistant(replyKey, (entry) => ({
           ...entry,
@@ -343,12 +388,13 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
         );
         updateApproval(approvalId, { state: decision === 'approve' ? 'approved' : 'denied' });
         const next = response.approval;
+        const replyKey = nextKey('reply');
         setState({
           entries: [
             ...state.entries,
             {
               kind: 'assistant',
-              key: nextKey('reply'),
+              key: replyKey,
               text: response.reply.content,
               createdAt: new Date().toISOString(),
               status: 'done',
@@ -359,6 +405,7 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
             },
           ],
         });
+        void addRunScreenshots(replyKey, response.runId);
         return response.reply.content;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);

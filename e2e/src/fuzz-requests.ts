@@ -547,6 +547,74 @@ function filledBodyFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Body
   );
 }
 
+const FORM_BOUNDARY = 'fuzz-form-boundary';
+const FORM_TYPES = [
+  'application/pdf',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  'text/plain',
+  'text/markdown',
+  'text/html',
+  'application/octet-stream',
+  'image/png',
+  'text/plain; charset=utf-16',
+];
+// What a part may hold: words, bytes, the start of a PDF or a ZIP without the rest.
+const formContent = fc.oneof(
+  fc.string({ maxLength: 200 }).map((text) => new TextEncoder().encode(text)),
+  nastyString.map((text) => new TextEncoder().encode(text)),
+  fc.uint8Array({ maxLength: 500 }),
+  fc.constantFrom(
+    new TextEncoder().encode('%PDF-1.7\n1 0 obj << /Type /Catalog >>'),
+    new Uint8Array([0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0]),
+  ),
+);
+const formPart = fc.record({
+  name: fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('file', 'title') },
+    { weight: 1, arbitrary: fc.string({ maxLength: 20 }) },
+  ),
+  filename: fc.option(
+    fc.oneof(fc.constantFrom('a.pdf', 'notes.txt', 'x.docx', 'page.html', ''), nastyString),
+    { nil: undefined },
+  ),
+  type: fc.option(fc.constantFrom(...FORM_TYPES), { nil: undefined }),
+  content: formContent,
+});
+
+// A form of up to four parts of any name, with or without a file name and type, sometimes cut
+// short: for a route that takes multipart/form-data (a file upload).
+function formBodyFor(): fc.Arbitrary<Body> {
+  return fc
+    .tuple(
+      fc.array(formPart, { maxLength: 4 }),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: fc.nat() },
+      ),
+    )
+    .map(([parts, cut]): Body => {
+      const encoder = new TextEncoder();
+      const pieces = parts.flatMap((part) => [
+        encoder.encode(
+          `--${FORM_BOUNDARY}\r\nContent-Disposition: form-data; name="${part.name}"` +
+            (part.filename === undefined ? '' : `; filename="${part.filename}"`) +
+            (part.type === undefined ? '' : `\r\nContent-Type: ${part.type}`) +
+            '\r\n\r\n',
+        ),
+        part.content,
+        encoder.encode('\r\n'),
+      ]);
+      pieces.push(encoder.encode(`--${FORM_BOUNDARY}--\r\n`));
+      const whole = Buffer.concat(pieces);
+      const body = cut === undefined ? whole : whole.subarray(0, cut % (whole.length + 1));
+      return {
+        body: new Uint8Array(body),
+        contentType: `multipart/form-data; boundary=${FORM_BOUNDARY}`,
+        kind: cut === undefined ? 'form' : 'form cut short',
+      };
+    });
+}
+
 function bodyFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Body> {
   const [mediaType, zodSchema] = Object.entries(route.body ?? {})[0] ?? [];
   const schema = zodSchema ? convertSchema(zodSchema) : {};
@@ -566,8 +634,10 @@ function bodyFor(route: Endpoint, context: FuzzContext): fc.Arbitrary<Body> {
   if (context.isStrict) return zodSchema ? shaped : fc.constant({ kind: 'no body' });
   const oversized = `{"x":"${'a'.repeat(context.bodyLimitBytes + 1)}"}`;
   const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+  const takesForm = Object.keys(route.body ?? {}).includes('multipart/form-data');
   return fc.oneof(
     { weight: zodSchema ? 8 : 1, arbitrary: shaped },
+    ...(takesForm ? [{ weight: 4, arbitrary: formBodyFor() }] : []),
     {
       weight: 2,
       arbitrary: fc

@@ -174,6 +174,9 @@ describe('screenshots and uploads in the web UI', () => {
     expect(png.status).toBe(200);
     expect(png.headers.get('content-type')).toBe('image/png');
     expect(png.headers.get('x-content-type-options')).toBe('nosniff');
+    // Its own policy, not the page's: an image opened as a document can run nothing.
+    expect(png.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(png.headers.get('cache-control')).toBe('private, no-store');
     expect(
       Buffer.from(await png.arrayBuffer())
         .subarray(1, 4)

@@ -154,6 +154,17 @@ describe('the OpenAPI document', () => {
       properties: { fact: { $ref: '#/components/schemas/Fact' } },
     });
   });
+
+  it('describes the document upload as a form beside the JSON body, its file as binary', () => {
+    const content = document.paths['/v1/memory/documents']?.post?.requestBody?.content ?? {};
+
+    expect(Object.keys(content)).toEqual(['application/json', 'multipart/form-data']);
+    expect(content['multipart/form-data']?.schema).toMatchObject({
+      properties: { file: { type: 'string', format: 'binary' }, title: { type: 'string' } },
+      required: ['file'],
+      additionalProperties: false,
+    });
+  });
 });
 
 describe('buildOpenApiDocument', () => {

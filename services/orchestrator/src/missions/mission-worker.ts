@@ -44,7 +44,7 @@ import {
   RETRIEVAL_ATTRIBUTES,
   recordFound,
 } from '../services/agent-spans';
-import { describeNow } from '../services/build-prompt';
+import { citationOf, describeNow, memoryLine } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
 import { jsonSchemaOf } from '../tools/agent-tool';
 import {
@@ -536,9 +536,7 @@ async function recallFor(deps: MissionDeps, userId: string, text: string): Promi
       },
     );
     if (results.length === 0) return '';
-    const lines = results.map(
-      (item) => `- [${item.createdAt.slice(0, 10)}, ${item.kind}] ${item.text}`,
-    );
+    const lines = results.map((item) => memoryLine({ ...item, ...citationOf(item) }));
     return `What you remember that may be relevant:\n${lines.join('\n')}`;
   } catch (error) {
     deps.logger.warn({ err: error, userId }, 'mission brief: memory search failed');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MessageRole, StoredMessage } from '@jarvis/contracts';
 import { describe, expect, it } from 'vitest';
-import { buildPrompt, type PromptContext } from './build-prompt';
+import { buildPrompt, citationOf, memoryLine, type PromptContext } from './build-prompt';
 
 const conversationId = randomUUID();
 const NOW = new Date('2025-06-01T12:34:56.789Z');
@@ -150,5 +150,22 @@ describe('buildPrompt', () => {
       '- [2026-11-20, document "Hobby handbook", page 4] The taper begins three weeks before the race.',
     );
     expect(system).toContain('- [2026-11-20, document "Dog"] Kibble twice.');
+  });
+
+  it("reads a search result's title and page from its metadata, for documents only", () => {
+    const at = '2026-11-20T09:00:00.000Z';
+    const found = (kind: string, metadata: Record<string, unknown>) =>
+      memoryLine({ kind, createdAt: at, text: 'Text.', ...citationOf({ kind, metadata }) });
+
+    expect(found('document', { title: 'Manual', page: 12, chunkIndex: 3 })).toBe(
+      '- [2026-11-20, document "Manual", page 12] Text.',
+    );
+    expect(found('document', { title: 'Notes', chunkIndex: 0 })).toBe(
+      '- [2026-11-20, document "Notes"] Text.',
+    );
+    expect(found('message', { title: 'Not a document', page: 2 })).toBe(
+      '- [2026-11-20, message] Text.',
+    );
+    expect(found('document', { title: 7, page: '3' })).toBe('- [2026-11-20, document] Text.');
   });
 });

@@ -16,11 +16,35 @@ function day(iso: string): string {
   return iso.slice(0, 10);
 }
 
-// A document's title and page beside its text, so the answer can name where it read it:
-// ` "Hobby handbook", page 4`.
-function citation(item: RecalledItem): string {
-  if (item.title === undefined) return '';
-  return item.page === undefined ? ` "${item.title}"` : ` "${item.title}", page ${item.page}`;
+type Remembered = {
+  kind: string;
+  createdAt: string;
+  text: string;
+  title?: string | undefined;
+  page?: number | undefined;
+};
+
+// One remembered item as a line of a prompt: its date and kind, and a document chunk's title and
+// page, so the answer can say where it read it: `- [2026-11-20, document "Manual", page 4] …`.
+export function memoryLine(item: Remembered): string {
+  const cited =
+    item.title === undefined
+      ? ''
+      : item.page === undefined
+        ? ` "${item.title}"`
+        : ` "${item.title}", page ${item.page}`;
+  return `- [${day(item.createdAt)}, ${item.kind}${cited}] ${item.text}`;
+}
+
+// A memory.search result's document title and page, which it keeps in its metadata (recall
+// gives them as fields).
+export function citationOf(result: { kind: string; metadata: Record<string, unknown> }): {
+  title?: string;
+  page?: number;
+} {
+  const { title, page } = result.metadata;
+  if (result.kind !== 'document' || typeof title !== 'string') return {};
+  return typeof page === 'number' ? { title, page } : { title };
 }
 
 // System prompt (persona, date, what memory recalled), then the recent conversation as the model
@@ -40,9 +64,7 @@ export function buildPrompt(recall: PromptContext, now: Date, timeZone = 'UTC'):
     sections.push(`Earlier in this conversation, in summary:\n${lines.join('\n')}`);
   }
   if (recall.relevant.length > 0) {
-    const lines = recall.relevant.map(
-      (item) => `- [${day(item.createdAt)}, ${item.kind}${citation(item)}] ${item.text}`,
-    );
+    const lines = recall.relevant.map(memoryLine);
     sections.push(`Memories that may be relevant:\n${lines.join('\n')}`);
   }
   const history = recall.recent.flatMap((message): ChatMessage[] =>

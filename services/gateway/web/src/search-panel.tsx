@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { useApp } from './app-context';
 import { ErrorNotice, StatusBadge } from './components';
 import { formatDateTime } from './format';
+import { describeDocumentHit } from './search-result';
 
 export function SearchPanel() {
   const { client } = useApp();
@@ -49,16 +50,20 @@ export function SearchPanel() {
       <ErrorNotice message={error} />
       {results && results.length === 0 ? <p class="empty">Nothing found.</p> : null}
       <ol class="cards" aria-label="Search results">
-        {results?.map((result) => (
-          <li key={`${result.kind}:${result.id}`} class="card">
-            <p class="fact-meta">
-              <StatusBadge value={result.kind} />
-              <span class="muted">score {result.score.toFixed(3)}</span>
-              <span class="muted">{formatDateTime(result.createdAt)}</span>
-            </p>
-            <p class="result-text">{result.text}</p>
-          </li>
-        ))}
+        {results?.map((result) => {
+          const source = describeDocumentHit(result);
+          return (
+            <li key={`${result.kind}:${result.id}`} class="card">
+              <p class="fact-meta">
+                <StatusBadge value={result.kind} />
+                {source ? <span class="result-source">{source}</span> : null}
+                <span class="muted">score {result.score.toFixed(3)}</span>
+                <span class="muted">{formatDateTime(result.createdAt)}</span>
+              </p>
+              <p class="result-text">{result.text}</p>
+            </li>
+          );
+        })}
       </ol>
     </div>
   );

@@ -35,7 +35,7 @@ export function registerDocumentImportHandlers(deps: DocumentImportDeps) {
 // Reads the upload, extracts its text (refusing what is not what it claims, or too big) and has
 // memory ingest it. The upload is deleted whatever happens: refused or stored, it is not needed
 // again, and nothing of a refused file stays behind.
-export async function importDocument(
+async function importDocument(
   deps: DocumentImportDeps,
   request: ToolsDocumentsImportRequest,
 ): Promise<MemoryDocumentsIngestResponse> {

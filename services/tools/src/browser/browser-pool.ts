@@ -204,6 +204,11 @@ export class BrowserPool {
         viewport: VIEWPORT,
       });
       const page = await context.newPage();
+      // One page a run: a popup or a target=_blank link would be a page past maxPages, unseen by
+      // the tools, so it is closed as it opens (its requests went through the proxy all the same).
+      context.on('page', (opened) => {
+        if (opened !== page) void opened.close().catch(() => {});
+      });
       const run = {
         page,
         session,

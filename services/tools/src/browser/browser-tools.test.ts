@@ -56,6 +56,9 @@ const PAGES: Record<string, string> = {
       document.getElementById('c').textContent = 'cookie before: [' + document.cookie + ']';
       document.cookie = 'seen=yes; path=/';
     </script></body></html>`,
+  // Opens two more windows as it loads.
+  '/popups': `<!doctype html><html><head><title>Popups</title></head><body><p>popping</p>
+    <script>window.open('/js'); window.open('/form', '_blank');</script></body></html>`,
   // Its load event never fires: an image that never comes.
   '/never': `<!doctype html><html><head><title>Never</title></head><body><p>almost</p><img src="/hang"></body></html>`,
   '/busy': `<!doctype html><html><head><title>Busy</title></head><body>
@@ -273,6 +276,39 @@ describe('browser tools', { timeout: 30_000 }, () => {
     expect(closed.message).toMatch(/no page open/);
     await rig.pool.closeRun(second);
     expect(rig.pool.openPages()).toBe(0);
+  });
+
+  it('closes the popups a page opens: one page a run', async () => {
+    const runId = randomUUID();
+    await invoke('browser_open', { url: `${site.url}/popups` }, runId);
+    const pages = await rig.pool.useCurrentPage(
+      { userId: USER_ID, runId },
+      async ({ page }) => {
+        // The popups open after the load; give them the time to, and to be closed.
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        return page
+          .context()
+          .pages()
+          .map((each) => each.url());
+      },
+      AbortSignal.timeout(10_000),
+    );
+    expect(pages).toEqual([`${site.url}/popups`]);
+    await rig.pool.closeRun(runId);
+  });
+
+  it('starts Chromium again after it went away', async () => {
+    const runId = randomUUID();
+    await invoke('browser_open', { url: `${site.url}/js` }, runId);
+    await rig.pool.useCurrentPage(
+      { userId: USER_ID, runId },
+      async ({ page }) => page.context().browser()?.close(),
+      AbortSignal.timeout(10_000),
+    );
+    await expect.poll(() => rig.pool.openPages()).toBe(0);
+    const { result } = await invoke('browser_open', { url: `${site.url}/js` }, runId);
+    expect(result).toMatchObject({ title: 'Rendered by script' });
+    await rig.pool.closeRun(runId);
   });
 
   it('refuses a page that starts a download, with a clear error', async () => {

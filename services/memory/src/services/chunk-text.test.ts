@@ -332,6 +332,24 @@ describe('chunkText with pages', () => {
     expect(chunkText(text).every((chunk) => chunk.page === undefined)).toBe(true);
   });
 
+  it('takes time in proportion to the text, however many pages it has', () => {
+    // 10,000 pages of one line each, the most a document may have, 2,000,000 characters.
+    const page = 'word '.repeat(40);
+    const text = page.repeat(10_000);
+    const pageStarts = Array.from({ length: 10_000 }, (_, index) => index * page.length);
+
+    const started = Date.now();
+    const chunks = chunkText(text, { pageStarts });
+    const paged = Date.now() - started;
+    const plainStarted = Date.now();
+    chunkText(text);
+    const plain = Date.now() - plainStarted;
+
+    expect(chunks.at(-1)?.page).toBeGreaterThan(9_900);
+    // Quadratic in the pages, this took over 20 times as long as without them.
+    expect(paged).toBeLessThan(Math.max(plain * 4, 1_000));
+  });
+
   it('cuts a page of one endless word into pieces and still knows their page', () => {
     const text = `1:a ${'x'.repeat(1_000)}\n2:${'y'.repeat(1_000)}`;
 

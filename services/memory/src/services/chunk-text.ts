@@ -306,16 +306,25 @@ function normalizePages(
   pageStarts: number[] | undefined,
 ): { text: string; pageStarts: number[] | undefined } {
   if (!pageStarts || pageStarts.length === 0) return { text: normalize(text), pageStarts };
-  let joined = '';
+  const pieces: string[] = [];
   const starts: number[] = [];
+  let length = 0;
+  // Kept apart rather than read back from the text built so far: asking a string being built
+  // by concatenation for its last character flattens it, once a page, quadratic in the pages.
+  let endsWithBreak = true;
   for (const [page, start] of pageStarts.entries()) {
     const pageText = normalize(text.slice(start, pageStarts[page + 1] ?? text.length));
     // A line break only where the text has none: a paragraph may go on over the page.
-    if (joined && !joined.endsWith('\n') && !pageText.startsWith('\n')) joined += '\n';
-    starts.push(joined.length);
-    joined += pageText;
+    if (!endsWithBreak && !pageText.startsWith('\n')) {
+      pieces.push('\n');
+      length += 1;
+    }
+    starts.push(length);
+    pieces.push(pageText);
+    length += pageText.length;
+    if (pageText) endsWithBreak = pageText.endsWith('\n');
   }
-  return { text: joined, pageStarts: starts };
+  return { text: pieces.join(''), pageStarts: starts };
 }
 
 // The last page that begins at or before `offset`: pages without text begin where the next

@@ -258,7 +258,19 @@ export class BrowserPool {
     return launching;
   }
 
+  // A browser that cannot start (no Chromium, no user namespaces for its sandbox) is said so to
+  // the model, and its reason logged for the operator, rather than an internal error.
   private async launchBrowser(): Promise<Browser> {
+    try {
+      return await this.startChromium();
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'the browser could not start');
+      const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
+      throw new BusError('unavailable', `the browser could not start: ${reason}`);
+    }
+  }
+
+  private async startChromium(): Promise<Browser> {
     const executablePath = await this.executable();
     return chromium.launch({
       executablePath,

@@ -7,9 +7,11 @@ import {
   toolsInvoke,
   turnEventSubject,
 } from '@jarvis/contracts';
+import { createLogger } from '@jarvis/telemetry';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startToolsDatabase } from '../tools-database-fixture';
+import { BrowserPool } from './browser-pool';
 import {
   type BrowserRig,
   startBrowserRig,
@@ -295,6 +297,33 @@ describe('browser tools', { timeout: 30_000 }, () => {
     );
     expect(pages).toEqual([`${site.url}/popups`]);
     await rig.pool.closeRun(runId);
+  });
+
+  it('says the browser could not start, and why, when it cannot', async () => {
+    const broken = new BrowserPool({
+      executablePath: '/nonexistent/chromium',
+      user: 'nobody',
+      maxPages: 1,
+      pageTimeoutMs: 1_000,
+      pageMaxBytes: 1_000_000,
+      idleMs: 1_000,
+      proxy: rig.proxy,
+      logger: createLogger('browser-test', 'silent'),
+    });
+    try {
+      const error = await catchBusError(
+        broken.usePage(
+          { userId: USER_ID, runId: randomUUID() },
+          async () => 'opened',
+          AbortSignal.timeout(10_000),
+        ),
+      );
+      expect(error).toMatchObject({ code: 'unavailable' });
+      expect(error.message).toMatch(/^the browser could not start: /);
+      expect(broken.openPages()).toBe(0);
+    } finally {
+      await broken.close();
+    }
   });
 
   it('starts Chromium again after it went away', async () => {

@@ -8,7 +8,7 @@ import type { RunPage } from './browser-pool';
 const MAX_LINKS = 50;
 const LINK_TEXT_MAX_CHARS = 120;
 
-export type PageLink = { text: string; url: string };
+type PageLink = { text: string; url: string };
 export type PageReading = {
   url: string;
   status: number | undefined;
@@ -114,7 +114,7 @@ export async function readPage(page: Page, maxChars: number): Promise<Omit<PageR
 
 // Says "refused" first, as web_fetch does, so the model reads it as a refusal, not a page that
 // failed to load.
-export function refusal(reason: string): BusError {
+function refusal(reason: string): BusError {
   return new BusError(
     'forbidden',
     `refused to connect: ${reason}; the browser reaches the public internet, and private hosts only where OUTBOUND_ALLOWED_HOSTS names them`,

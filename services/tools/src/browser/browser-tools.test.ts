@@ -91,6 +91,14 @@ beforeAll(async () => {
       response.end(Buffer.alloc(10_000, 1));
       return;
     }
+    if (path === '/big-chunked') {
+      // No length said: the proxy can only count and cut it midway.
+      response.writeHead(200, { 'content-type': 'text/html' });
+      const chunk = `<p>${'y'.repeat(64_000)}</p>`;
+      for (let sent = 0; sent < 3 * PAGE_MAX_BYTES; sent += chunk.length) response.write(chunk);
+      response.end();
+      return;
+    }
     if (path === '/big') {
       response.writeHead(200, { 'content-type': 'text/html' });
       response.end(`<p>${'x'.repeat(3 * PAGE_MAX_BYTES)}</p>`);
@@ -360,11 +368,16 @@ describe('browser tools', { timeout: 30_000 }, () => {
     expect(Date.now() - started).toBeLessThan(PAGE_TIMEOUT_MS + 3_000);
   });
 
-  it('stops a page past its byte limit', async () => {
-    const error = await catchBusError(
-      invoke('browser_open', { url: `${site.url}/big` }, randomUUID()),
-    );
-    expect(error).toMatchObject({ code: 'payload_too_large' });
+  it('stops a page past its byte limit, whether its length is said or not', async () => {
+    for (const path of ['/big', '/big-chunked']) {
+      const started = Date.now();
+      const error = await catchBusError(
+        invoke('browser_open', { url: `${site.url}${path}` }, randomUUID()),
+      );
+      expect(error).toMatchObject({ code: 'payload_too_large' });
+      expect(error.message).toMatch(/received more than 1 MB; the browser stops a page past that$/);
+      expect(Date.now() - started).toBeLessThan(PAGE_TIMEOUT_MS + 2_000);
+    }
   });
 
   it('keeps at most maxPages pages open: the least recently used idle one makes room', async () => {

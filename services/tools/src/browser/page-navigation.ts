@@ -56,7 +56,7 @@ export async function navigate(run: RunPage, url: URL): Promise<number | undefin
     });
     const refused = await refusalOfPage(response, session.refusals().slice(refusedBefore));
     if (refused) throw refusal(refused.message);
-    if (session.bytesReceived() > limits.pageMaxBytes) throw await tooBig(run, url);
+    if (isOverLimit(run)) throw await tooBig(run, url);
     if (isDownload) throw downloadRefused(url);
     return response?.status();
   } catch (error) {
@@ -64,7 +64,7 @@ export async function navigate(run: RunPage, url: URL): Promise<number | undefin
     const refused = session.refusals().slice(refusedBefore);
     const message = error instanceof Error ? error.message : String(error);
     if (isDownload || message.includes('Download is starting')) throw downloadRefused(url);
-    if (session.bytesReceived() > limits.pageMaxBytes) throw await tooBig(run, url);
+    if (isOverLimit(run)) throw await tooBig(run, url);
     // The proxy refused the page's own connection (a CONNECT answered 403 fails the navigation).
     const first = refused.find((each) => sameHost(each.host, url.hostname)) ?? refused[0];
     if (first && /ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_ABORTED|ERR_EMPTY/.test(message)) {
@@ -140,6 +140,12 @@ function sameHost(a: string, b: string): boolean {
       .toLowerCase()
       .replace(/\.$/, '');
   return bare(a) === bare(b);
+}
+
+// Past the byte limit: the proxy cut the page's connections (or refused an answer whose length
+// said it would be), and Chromium shows the proxy's 403, or waits for a load that never comes.
+function isOverLimit({ session, limits }: RunPage): boolean {
+  return session.isOverLimit() || session.bytesReceived() > limits.pageMaxBytes;
 }
 
 // The proxy has cut the session off; the page goes with it, so the run's next call starts clean.

@@ -362,7 +362,7 @@ describe('browser tools', { timeout: 30_000 }, () => {
       invoke('browser_open', { url: `${site.url}/never` }, randomUUID()),
     );
     expect(error).toMatchObject({
-      code: 'timeout',
+      code: 'bad_request',
       message: `${site.url}/never did not finish loading within 3 s`,
     });
     expect(Date.now() - started).toBeLessThan(PAGE_TIMEOUT_MS + 3_000);
@@ -400,8 +400,19 @@ describe('browser tools', { timeout: 30_000 }, () => {
       ),
     );
     await Promise.all(runs.map((runId) => rig.pool.closeRun(runId)));
-    expect(errors.map((error) => error.code)).toEqual(['timeout', 'timeout', 'timeout']);
+    expect(errors.map((error) => error.message)).toEqual(
+      runs.map(() => `${site.url}/never did not finish loading within 3 s`),
+    );
     expect(Date.now() - started).toBeGreaterThanOrEqual(2 * PAGE_TIMEOUT_MS - 500);
+  });
+
+  it('saves nothing of a page that never loads or that is a download', async () => {
+    const before = ingested.length;
+    const never = await catchBusError(invoke('save_page', { url: `${site.url}/never` }));
+    expect(never).toMatchObject({ code: 'bad_request' });
+    const file = await catchBusError(invoke('save_page', { url: `${site.url}/file` }));
+    expect(file).toMatchObject({ code: 'bad_request' });
+    expect(ingested.length).toBe(before);
   });
 
   it('saves a page read through the browser into documents', async () => {

@@ -70,9 +70,11 @@ export async function navigate(run: RunPage, url: URL): Promise<number | undefin
     if (first && /ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_ABORTED|ERR_EMPTY/.test(message)) {
       throw refusal(first.message);
     }
+    // The page's fault, not the service's: a 4xx (the issue's bad input), so that a caller does
+    // not take it for a slow service and try again.
     if (error instanceof Error && error.name === 'TimeoutError') {
       throw new BusError(
-        'timeout',
+        'bad_request',
         `${url.href} did not finish loading within ${limits.pageTimeoutMs / 1_000} s`,
       );
     }

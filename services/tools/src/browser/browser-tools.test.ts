@@ -52,7 +52,7 @@ const PAGES: Record<string, string> = {
     <label for="name">Name</label><input id="name">
     <label for="color">Color</label><select id="color"><option>red</option><option>blue</option></select>
     <button onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value + ' in ' + document.getElementById('color').value">Greet</button>
-    <p id="out">Nobody greeted yet</p></body></html>`,
+    <p id="out">Nobody greeted yet</p><a href="/file">The report</a></body></html>`,
   '/cookie': `<!doctype html><html><head><title>Cookie</title></head><body><p id="c"></p>
     <script>
       document.getElementById('c').textContent = 'cookie before: [' + document.cookie + ']';
@@ -254,6 +254,13 @@ describe('browser tools', { timeout: 30_000 }, () => {
     );
     expect(missing).toMatchObject({ code: 'not_found' });
     expect(missing.message).toBe('the page has no button named "Delete everything"');
+    const download = await catchBusError(
+      invoke('browser_act', { action: 'click', role: 'link', name: 'The report' }, runId),
+    );
+    expect(download).toMatchObject({
+      code: 'bad_request',
+      message: `the link "The report" started a download of ${site.url}/file; the browser does not download files`,
+    });
     const noText = await catchBusError(
       invoke('browser_act', { action: 'type', role: 'textbox', name: 'Name' }, runId),
     );

@@ -210,6 +210,11 @@ export function createBrowserActTool(options: BrowserToolsOptions): Tool<ActArgs
           }
           const refusedBefore = run.session.refusals().length;
           const requests = watchRequests(page);
+          let download: string | undefined;
+          const onDownload = (started: { url(): string }) => {
+            download = started.url();
+          };
+          page.on('download', onDownload);
           try {
             if (action === 'click') await target.click({ timeout: ACT_TIMEOUT_MS });
             else if (action === 'type') await target.fill(text ?? '', { timeout: ACT_TIMEOUT_MS });
@@ -223,6 +228,14 @@ export function createBrowserActTool(options: BrowserToolsOptions): Tool<ActArgs
             await requests.quiet(ACT_SETTLE_MS);
           } finally {
             requests.stop();
+            page.off('download', onDownload);
+          }
+          // The context refuses downloads; the model is told the action was one.
+          if (download !== undefined) {
+            throw new BusError(
+              'bad_request',
+              `the ${role} "${name}" started a download of ${download}; the browser does not download files`,
+            );
           }
           const refused = run.session.refusals().slice(refusedBefore);
           return {

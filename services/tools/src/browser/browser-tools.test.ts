@@ -341,6 +341,35 @@ describe('browser tools', { timeout: 30_000 }, () => {
     }
   });
 
+  it('closes a run’s page once it has been idle for idleMs', async () => {
+    const quick = new BrowserPool({
+      executablePath: '/usr/bin/chromium',
+      user: 'nobody',
+      maxPages: 1,
+      pageTimeoutMs: 5_000,
+      pageMaxBytes: 1_000_000,
+      idleMs: 500,
+      proxy: rig.proxy,
+      logger: createLogger('browser-test', 'silent'),
+    });
+    try {
+      const owner = { userId: USER_ID, runId: randomUUID() };
+      const title = await quick.usePage(
+        owner,
+        async ({ page }) => {
+          await page.goto(`${site.url}/js`);
+          return page.title();
+        },
+        AbortSignal.timeout(15_000),
+      );
+      expect(title).toBe('Rendered by script');
+      expect(quick.openPages()).toBe(1);
+      await expect.poll(() => quick.openPages(), { timeout: 5_000 }).toBe(0);
+    } finally {
+      await quick.close();
+    }
+  });
+
   it('starts Chromium again after it went away', async () => {
     const runId = randomUUID();
     await invoke('browser_open', { url: `${site.url}/js` }, runId);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's container stage: builds the six service images and runs the stack in containers the way
 # users run it (compose.yaml), with infra/ci/compose.ci.yaml on top, then checks that
-#   every container turns healthy; a chat turn answers; a service killed with kill -9 is
-#   restarted by its policy and turns healthy again; down then up keeps the conversation;
+#   every container turns healthy; a chat turn answers; the tools service's browser opens a page
+#   with Chromium's sandbox on, and so does the tools image under the seccomp profile compose.yaml
+#   gives it; a service killed with kill -9 is restarted by its policy and turns healthy again; down then up keeps the conversation;
 #   make backup, down -v and make restore bring it back; compose.prod.yaml resolves on top of
 #   compose.yaml.
 # Prints one line per check and its timings, and fails if any check fails. Runs as root on a
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/../.."
 project=jarvis-ci
 port=${CI_GATEWAY_PORT:-18080}
 gateway=http://127.0.0.1:$port
-# Long enough for a first start on 2 busy cores (migrations, Chromium's first launch).
+# Long enough for a first start on 2 busy cores (migrations; Chromium starts on first use).
 healthy_within=${CI_HEALTHY_WITHIN_SECONDS:-240}
 
 step_started=$SECONDS
@@ -50,6 +51,11 @@ source "$(infra/ci/podman-setup.sh env)"
 JARVIS_ADMIN_KEY=ci-admin-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export JARVIS_ADMIN_KEY CI_GATEWAY_PORT=$port
 compose=(docker-compose --compatibility -p "$project" -f compose.yaml -f infra/ci/compose.ci.yaml)
+# podman's Docker API cannot take a seccomp profile from docker-compose (it opens the JSON that
+# docker-compose sends as a file name), so the stack runs under podman's default profile, which
+# allows Chromium's namespaces too; the "browser" step runs the tools image under compose.yaml's
+# own profile by hand. docs/deploy.md, "Chromium's sandbox".
+export TOOLS_SECCOMP=no-new-privileges
 
 cleanup() {
   "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
@@ -132,6 +138,29 @@ print(f"reply: {reply[:60]!r}")'
 
 step "chat"
 check "a chat turn answers (POST /v1/chat through the gateway)" chat_answers
+
+# The browser tools' Chromium runs as the image's node user with its sandbox on: its renderers in
+# namespaces of their own under seccomp-bpf, never --no-sandbox (infra/ci/browser-sandbox-check.cjs).
+sandbox_check=infra/ci/browser-sandbox-check.cjs
+# browser_open over tools.invoke, from inside the tools container (NATS is not published): the
+# service's own Chromium opens the gateway's web UI, which CI's OUTBOUND_ALLOWED_HOSTS allows.
+tools_browser_open() {
+  local id
+  "${compose[@]}" exec -T tools node - tool http://gateway:8080/ <"$sandbox_check" || return 1
+  id=$("${compose[@]}" ps -q tools) || return 1
+  echo "tools container memory now: $(podman stats --no-stream --format '{{.MemUsage}}' "$id")"
+}
+# The image once more, under infra/tools-seccomp.json (what Docker applies through compose.yaml)
+# and with compose.yaml's capabilities: Chromium launched, chrome://sandbox read.
+tools_image_sandbox() {
+  podman run --rm -i --network=none --no-healthcheck --cap-drop=ALL --cap-add=SYS_CHROOT \
+    --security-opt no-new-privileges --security-opt seccomp=infra/tools-seccomp.json \
+    jarvis/tools:local node - launch <"$sandbox_check"
+}
+
+step "browser"
+check "browser_open through tools.invoke: the tools service's Chromium opens the web UI, sandboxed" tools_browser_open
+check "the tools image under infra/tools-seccomp.json, SYS_CHROOT alone: Chromium sandboxed" tools_image_sandbox
 
 # Kills a service's main process (node, under the image's init) with SIGKILL, then waits for
 # its restart policy to start it again and for it to turn healthy.

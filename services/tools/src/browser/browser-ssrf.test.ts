@@ -210,6 +210,12 @@ describe('browser SSRF set (issue 27)', { timeout: 240_000 }, () => {
       `https://localhost:${port}/secret`,
       `//127.0.0.1:${port}/secret`,
       ...loopbackNamesInHosts().map((name) => `http://${name}:${port}/secret`),
+      // Not the listener, but as refused: metadata, private, CGNAT, benchmarking ranges.
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/',
+      'http://10.0.0.1/',
+      'http://100.64.0.1/',
+      'http://198.18.0.1/',
     ].map(via);
     const rows: { url: string; outcome: string }[] = [];
     const failures: string[] = [];

@@ -58,6 +58,12 @@ const PAGES: Record<string, string> = {
       document.getElementById('c').textContent = 'cookie before: [' + document.cookie + ']';
       document.cookie = 'seen=yes; path=/';
     </script></body></html>`,
+  // Much text and many links.
+  '/long': `<!doctype html><html><head><title>Long</title></head><body>${Array.from(
+    { length: 100 },
+    (_, i) =>
+      `<p>Paragraph ${i} ${'of a long article about the ferries and trams of Lisbon, '.repeat(4)}</p><a href="/article/${i}/${'x'.repeat(80)}">${'Link text '.repeat(12)}${i}</a>`,
+  ).join('')}</body></html>`,
   // Opens two more windows as it loads.
   '/popups': `<!doctype html><html><head><title>Popups</title></head><body><p>popping</p>
     <script>window.open('/js'); window.open('/form', '_blank');</script></body></html>`,
@@ -185,6 +191,13 @@ describe('browser tools', { timeout: 30_000 }, () => {
       truncated: false,
       links: [{ text: 'The form', url: `${site.url}/form` }],
     });
+  });
+
+  it('keeps a long page’s answer within the orchestrator’s cap on a tool result', async () => {
+    const { result } = await invoke('browser_open', { url: `${site.url}/long` });
+    expect(result).toMatchObject({ truncated: true });
+    expect((result as { links: unknown[] }).links.length).toBeGreaterThan(5);
+    expect(JSON.stringify(result).length).toBeLessThanOrEqual(8_000);
   });
 
   it('screenshots the run’s open page into the screenshots table', async () => {

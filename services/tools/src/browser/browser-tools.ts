@@ -23,8 +23,9 @@ export type BrowserToolsOptions = {
   guard: OutboundGuard;
 };
 
-// With the JSON around it this fits the orchestrator's default cap on a tool result (8,000).
-const DEFAULT_MAX_CHARS = 5_000;
+// With the links and the JSON around it this fits the orchestrator's default cap on a tool
+// result (8,000 characters), which cuts the JSON where it falls.
+const DEFAULT_MAX_CHARS = 4_500;
 const MAX_CHARS = 50_000;
 // A saved page keeps this much of its text, well inside one NATS message (1 MB).
 const SAVED_MAX_CHARS = 400_000;

@@ -4,9 +4,12 @@ import type { Page, Response } from 'playwright-core';
 import { htmlToText } from '../web/html-to-text';
 import type { RunPage } from './browser-pool';
 
-// Links a page read returns at most, and the characters of each one's text.
-const MAX_LINKS = 50;
-const LINK_TEXT_MAX_CHARS = 120;
+// Links a page read returns at most, and the characters of each one's text: with the text they
+// stay within the orchestrator's cap on a tool result.
+const MAX_LINKS = 20;
+const LINK_TEXT_MAX_CHARS = 80;
+// Characters of all links' texts and URLs together; a link past it is left out.
+const LINKS_MAX_CHARS = 2_000;
 
 type PageLink = { text: string; url: string };
 export type PageReading = {
@@ -99,11 +102,14 @@ export async function readPage(page: Page, maxChars: number): Promise<Omit<PageR
     })),
   );
   const links: PageLink[] = [];
+  let linkChars = 0;
   for (const { text: linkText, href } of hrefs) {
     const url = URL.canParse(href, page.url()) ? new URL(href, page.url()) : undefined;
     if (url?.protocol !== 'http:' && url?.protocol !== 'https:') continue;
-    links.push({ text: linkText.slice(0, LINK_TEXT_MAX_CHARS), url: url.href });
-    if (links.length === MAX_LINKS) break;
+    const link = { text: linkText.slice(0, LINK_TEXT_MAX_CHARS), url: url.href };
+    linkChars += link.text.length + link.url.length;
+    if (linkChars > LINKS_MAX_CHARS || links.length === MAX_LINKS) break;
+    links.push(link);
   }
   return {
     url: page.url(),

@@ -10,14 +10,55 @@ const Env = z.object({
   ...redisEnvShape,
   // Port of /healthz, /readyz and /metrics.
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8084),
-  // Private destinations web_fetch and notification channels (ntfy, webhook, per-user SMTP) may
-  // reach besides the public internet (comma-separated host names, host:port, IPs, CIDRs): the
-  // model can read anything they serve. Metadata never.
+  // Private destinations web_fetch, the browser and notification channels (ntfy, webhook,
+  // per-user SMTP) may reach besides the public internet (comma-separated host names,
+  // host:port, IPs, CIDRs): the model can read anything they serve. Metadata never.
   OUTBOUND_ALLOWED_HOSTS: OutboundAllowedHosts,
   // Longest one web_fetch takes, redirects included.
   WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   // Bytes of a page web_fetch reads (after decompression); the rest is cut off.
   WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1_024).default(2_000_000),
+  // The Chromium the browser tools drive (the image installs Debian's).
+  BROWSER_EXECUTABLE: z.string().min(1).default('/usr/bin/chromium'),
+  // The user Chromium runs as when the service runs as root: its sandbox does not start as root.
+  BROWSER_USER: z.string().min(1).default('nobody'),
+  // Browser pages open at once over all runs; a call past it waits for one to close.
+  BROWSER_MAX_PAGES: Count.default(4),
+  // Longest one page takes to load (its load event), redirects included.
+  BROWSER_PAGE_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(20_000),
+  // Bytes one page load may receive, subresources included; past it the page is stopped.
+  BROWSER_PAGE_MAX_BYTES: z.coerce.number().int().min(100_000).default(10_000_000),
+  // A run's page unused this long is closed (a run paused for approval keeps it until then).
+  BROWSER_IDLE_MS: z.coerce.number().int().min(1_000).default(300_000),
+  // Where web_search asks: searxng (SEARXNG_URL), brave or tavily (their API key). Unset: the
+  // first of them configured; none: the agent has no web_search tool.
+  WEB_SEARCH_PROVIDER: z.enum(['searxng', 'brave', 'tavily']).optional(),
+  // A SearXNG instance with JSON output on (compose's `search` profile: http://searxng:8080).
+  SEARXNG_URL: z.url({ protocol: /^https?$/ }).optional(),
+  // Brave Search API key (brave.com/search/api), sent as X-Subscription-Token.
+  BRAVE_SEARCH_API_KEY: z.string().min(1).optional(),
+  // Brave's web search endpoint.
+  BRAVE_SEARCH_URL: z
+    .url({ protocol: /^https?$/ })
+    .default('https://api.search.brave.com/res/v1/web/search'),
+  // Tavily API key (tvly-...), sent as a Bearer token.
+  TAVILY_API_KEY: z.string().min(1).optional(),
+  // Tavily's search endpoint.
+  TAVILY_URL: z.url({ protocol: /^https?$/ }).default('https://api.tavily.com/search'),
+  // Results one web_search hands the model (Brave and Tavily give at most 20).
+  WEB_SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(20).default(8),
+  // Pages an uploaded PDF may have; a longer one is refused before any page is read.
+  DOCUMENT_MAX_PAGES: z.coerce.number().int().min(1).max(10_000).default(2_000),
+  // Longest the text of one uploaded PDF or DOCX is read before its worker is ended.
+  DOCUMENT_EXTRACT_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // Heap of the worker that reads one PDF or DOCX (MB); past it the upload is refused.
+  DOCUMENT_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).default(512),
+  // Bytes a DOCX (a ZIP) may unpack to, all its parts together; more is taken for a zip bomb.
+  DOCUMENT_MAX_UNZIPPED_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_048_576)
+    .default(200 * 1_048_576),
   // The key that seals channel secrets at rest: base64 of 32 bytes. Unset: the key file's.
   JARVIS_SECRET_KEY: z.string().optional(),
   // Where the key is kept when JARVIS_SECRET_KEY is unset; created on first start (mode 0600).
@@ -57,9 +98,29 @@ const Env = z.object({
   NOTIFY_SEND_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   // Attempts at one delivery before it is recorded as failed.
   NOTIFY_MAX_ATTEMPTS: Count.default(10),
+  // Days a browser screenshot is kept before it is deleted (the chat and run view then show none).
+  SCREENSHOT_RETENTION_DAYS: Count.default(30),
 });
 export type Env = z.infer<typeof Env>;
 
+// The search provider named is refused at boot without its address or key, rather than leaving
+// the agent without search and nobody told why.
+const SEARCH_SETTING = {
+  searxng: 'SEARXNG_URL',
+  brave: 'BRAVE_SEARCH_API_KEY',
+  tavily: 'TAVILY_API_KEY',
+} as const;
+const CheckedEnv = Env.superRefine((env, context) => {
+  const provider = env.WEB_SEARCH_PROVIDER;
+  if (provider && !env[SEARCH_SETTING[provider]]) {
+    context.addIssue({
+      code: 'custom',
+      path: ['WEB_SEARCH_PROVIDER'],
+      message: `${provider} needs ${SEARCH_SETTING[provider]}`,
+    });
+  }
+});
+
 export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
-  return parseEnv(Env, source);
+  return parseEnv(CheckedEnv, source);
 }

@@ -1,6 +1,23 @@
-import type { ChannelType } from '@jarvis/contracts';
-import { createOutboundGuard } from '@jarvis/net-guard';
+import { openBlobStore } from '@jarvis/bus';
+import {
+  type ChannelType,
+  DOCUMENT_CONTENT_MAX_CHARS,
+  UPLOADS_BUCKET,
+  UPLOADS_TTL_MS,
+} from '@jarvis/contracts';
+import { createOutboundGuard, startGuardedProxy } from '@jarvis/net-guard';
 import { bootService, createRateAdmitter } from '@jarvis/service-kit';
+import { BrowserPool } from './browser/browser-pool';
+import {
+  createBrowserActTool,
+  createBrowserOpenTool,
+  createBrowserScreenshotTool,
+  createSavePageTool,
+} from './browser/browser-tools';
+import { closePagesWhenRunsEnd } from './browser/run-end-watcher';
+import { registerScreenshotHandlers } from './browser/screenshots-handlers';
+import { startScreenshotPruner } from './browser/screenshots-pruner';
+import { registerDocumentImportHandlers } from './documents/import-handlers';
 import { loadEnv } from './env';
 import { registerHandlers } from './handlers';
 import type { ChannelSender } from './notifications/channel';
@@ -20,6 +37,7 @@ import { startTelegram } from './notifications/telegram/start-telegram';
 import { ToolRegistry } from './registry';
 import { createToolsMetrics } from './tools-metrics';
 import { createWebFetchTool } from './web/web-fetch';
+import { createWebSearchTool, webSearchAllowedHosts, webSearchConfig } from './web/web-search';
 
 const env = loadEnv();
 
@@ -33,6 +51,14 @@ const OVERDUE_MS = 60_000;
 // Saving an email channel reaches its SMTP server within the gateway's 5 s wait for an answer,
 // so that the user reads why it failed rather than a gateway timeout.
 const SAVE_SMTP_TIMEOUT_MS = 4_000;
+// SearXNG gives its engines 3 s by default, and the APIs answer within one or two: a search still
+// waiting past this will not answer.
+const WEB_SEARCH_TIMEOUT_MS = 15_000;
+// Memory chunks and indexes an imported document's text: a long one takes seconds on a small,
+// busy server, as the gateway's JSON ingest allows for.
+const DOCUMENT_INGEST_TIMEOUT_MS = 60_000;
+// Screenshots are kept for days: looking for expired ones hourly keeps them at most an hour past.
+const SCREENSHOT_PRUNE_INTERVAL_MS = 3_600_000;
 
 await bootService(
   {
@@ -87,6 +113,42 @@ await bootService(
         timeoutMs: env.WEB_FETCH_TIMEOUT_MS,
       }),
     );
+    // Registered only when a provider is configured: the model is never offered a search that
+    // can only fail.
+    const searchConfig = webSearchConfig(env);
+    if (searchConfig) {
+      registry.register(
+        createWebSearchTool({
+          config: searchConfig,
+          guard: createOutboundGuard(
+            webSearchAllowedHosts(env.OUTBOUND_ALLOWED_HOSTS, searchConfig),
+          ),
+          maxResults: env.WEB_SEARCH_MAX_RESULTS,
+          timeoutMs: WEB_SEARCH_TIMEOUT_MS,
+        }),
+      );
+    }
+    // Every request Chromium makes goes through this proxy, which asks the same guard at connect
+    // time; Chromium itself starts on the first browser call.
+    const browserProxy = await startGuardedProxy({ guard, logger });
+    const browser = new BrowserPool({
+      executablePath: env.BROWSER_EXECUTABLE,
+      user: env.BROWSER_USER,
+      maxPages: env.BROWSER_MAX_PAGES,
+      pageTimeoutMs: env.BROWSER_PAGE_TIMEOUT_MS,
+      pageMaxBytes: env.BROWSER_PAGE_MAX_BYTES,
+      idleMs: env.BROWSER_IDLE_MS,
+      proxy: browserProxy,
+      logger,
+    });
+    const browserTools = { pool: browser, guard };
+    registry.register(createBrowserOpenTool(browserTools));
+    registry.register(createBrowserScreenshotTool({ ...browserTools, db: pool }));
+    registry.register(createBrowserActTool(browserTools));
+    registry.register(
+      createSavePageTool({ ...browserTools, bus, ingestTimeoutMs: DOCUMENT_INGEST_TIMEOUT_MS }),
+    );
+    closePagesWhenRunsEnd(bus, browser);
     registry.register(
       createNotifyTool({ bus, pool, perHour: env.NOTIFY_PER_HOUR, metrics: toolsMetrics }),
     );
@@ -102,6 +164,27 @@ await bootService(
     });
     registerDeliveryHandlers({ ...delivery, bus });
     registerTelegramHandlers({ bus, pool, telegram });
+    registerScreenshotHandlers({ bus, pool });
+    registerDocumentImportHandlers({
+      bus,
+      uploads: await openBlobStore(bus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS }),
+      limits: {
+        maxPages: env.DOCUMENT_MAX_PAGES,
+        timeoutMs: env.DOCUMENT_EXTRACT_TIMEOUT_MS,
+        memoryMb: env.DOCUMENT_EXTRACT_MEMORY_MB,
+        // As much as memory takes as one document.
+        maxTextChars: DOCUMENT_CONTENT_MAX_CHARS,
+        maxUnzippedBytes: env.DOCUMENT_MAX_UNZIPPED_BYTES,
+      },
+      ingestTimeoutMs: DOCUMENT_INGEST_TIMEOUT_MS,
+      logger,
+    });
+    const screenshotPruner = startScreenshotPruner({
+      pool,
+      logger,
+      retentionDays: env.SCREENSHOT_RETENTION_DAYS,
+      intervalMs: SCREENSHOT_PRUNE_INTERVAL_MS,
+    });
     const pipeline = await startNotificationPipeline({
       ...delivery,
       bus,
@@ -131,6 +214,10 @@ await bootService(
       async stop() {
         await telegramChat.stop();
         await pipeline.stop();
+        await screenshotPruner.stop();
+        // No tool call is coming any more: Chromium and its proxy go.
+        await browser.close();
+        await browserProxy.close();
       },
     };
   },

@@ -19,6 +19,7 @@ export type GatewayHandler =
   | 'exportMemory'
   | 'importMemory'
   | 'ingestDocument'
+  | 'getScreenshot'
   | 'decideApproval'
   | 'listKeys'
   | 'createKey'
@@ -84,6 +85,11 @@ export type Endpoint = {
 );
 
 export const json = <S extends z.ZodType>(schema: S) => ({ 'application/json': schema });
+// A form with files, read part by part by its handler: the schema describes its fields for the
+// OpenAPI document (a file is a string of format binary).
+export const multipart = (schema: z.ZodObject): EndpointContent => ({
+  'multipart/form-data': schema,
+});
 export const ndjson = (schema: z.ZodType): EndpointContent => ({
   'application/x-ndjson': schema,
 });

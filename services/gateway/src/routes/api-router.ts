@@ -23,12 +23,15 @@ import { forwardToBus } from './forward-to-bus';
 import { createKeysHandlers } from './keys-handlers';
 import { createMeHandlers } from './me-handlers';
 import { createMemoryHandlers } from './memory-handlers';
+import { createScreenshotsHandlers } from './screenshots-handlers';
 
 export type ApiDeps = {
   bus: Bus;
   pool: Pool;
   bodyLimitBytes: number;
   importBodyLimitBytes: number;
+  // Largest file POST /v1/memory/documents takes as a form (DOCUMENT_UPLOAD_MAX_BYTES).
+  documentUploadMaxBytes: number;
   submitTimeoutMs: number;
   turnTimeoutMs: number;
   rateLimit: RateLimitDeps;
@@ -61,6 +64,7 @@ export function createApiRouter(deps: ApiDeps): Router {
     ...createChatHandlers({ ...deps, json }),
     ...createConversationsHandlers(deps),
     ...createMemoryHandlers(deps),
+    ...createScreenshotsHandlers(deps),
     ...createKeysHandlers({ ...deps, json }),
     ...createMeHandlers({ ...deps, json, grafanaUrl: deps.grafanaUrl }),
     ...createAlertsHandlers({ bus: deps.bus, json, grafanaUrl: deps.grafanaUrl }),

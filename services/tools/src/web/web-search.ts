@@ -11,7 +11,7 @@ import { readBody, requestThroughGuard } from './guarded-http';
 import { htmlToText } from './html-to-text';
 import { UNTRUSTED_NOTICE } from './web-fetch';
 
-export type WebSearchProvider = 'searxng' | 'brave' | 'tavily';
+type WebSearchProvider = 'searxng' | 'brave' | 'tavily';
 
 // Where web_search asks, and with what key. `url` is the provider's search endpoint (SearXNG:
 // the instance's base address; /search is added).
@@ -31,7 +31,7 @@ export type WebSearchOptions = {
 
 type WebSearchArgs = { query: string };
 
-export type WebSearchResult = { title: string; url: string; snippet: string };
+type WebSearchResult = { title: string; url: string; snippet: string };
 
 // The settings web_search is made from (services/tools/src/env.ts).
 type WebSearchEnv = {

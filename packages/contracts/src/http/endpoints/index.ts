@@ -14,6 +14,7 @@ import { MISSIONS_ENDPOINTS } from './missions';
 import { NOTIFICATIONS_ENDPOINTS } from './notifications';
 import { RUNS_ENDPOINTS } from './runs';
 import { SCHEDULES_ENDPOINTS } from './schedules';
+import { SCREENSHOTS_ENDPOINTS } from './screenshots';
 import { USAGE_ENDPOINTS } from './usage';
 
 // Every endpoint the gateway serves under /v1, in the order the OpenAPI document lists them.
@@ -26,6 +27,7 @@ export const ENDPOINTS: Endpoint[] = [
   ...DOCUMENTS_ENDPOINTS,
   ...USAGE_ENDPOINTS,
   ...RUNS_ENDPOINTS,
+  ...SCREENSHOTS_ENDPOINTS,
   ...APPROVALS_ENDPOINTS,
   ...MISSIONS_ENDPOINTS,
   ...SCHEDULES_ENDPOINTS,

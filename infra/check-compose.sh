@@ -297,7 +297,7 @@ elif what == "prod-routing":
             errors.append(f"{s}: .env.prod not applied (missing {absent[:3]})")
 
 elif what == "obs-limits":
-    # The observability set within 1.5 GB, on top of the services' 13.75 GB: the 16 GB VPS keeps
+    # The observability set within 1.5 GB, on top of the services' 14 GB: the 16 GB VPS keeps
     # some room for the OS. CPU limits are ceilings only: the set never takes a core from ollama
     # for long, however busy, and they are not summed with the services'.
     mem = total = cpus = 0.0
@@ -373,6 +373,70 @@ elif what == "obs-grafana":
             elif isinstance(v, str) and v.split(":")[0].startswith(("/", ".")) and not v.endswith(":ro"):
                 errors.append(f"{name}: bind mount {v} is writable")
 
+elif what == "searxng":
+    # The optional SearXNG for web_search: only with its profile, a pinned image, JSON output on
+    # and the limiter off in the settings it is given read-only, and the tools service not
+    # pointed at it unless the operator asks (SEARXNG_URL empty by default).
+    svc = services.get("searxng") or {}
+    if svc.get("profiles") != ["search"]:
+        errors.append(f"searxng: profiles {svc.get('profiles')!r}, want ['search']")
+    image = str(svc.get("image", ""))
+    if not re.fullmatch(r"searxng/searxng:\d{4}\.\d+\.\d+-[0-9a-f]+", image):
+        errors.append(f"searxng: image {image!r} is not a pinned searxng/searxng release tag")
+    mounts = [v for v in svc.get("volumes") or [] if isinstance(v, str) and v.split(":")[1:2] == ["/etc/searxng/settings.yml"]]
+    if len(mounts) != 1 or not mounts[0].endswith(":ro"):
+        errors.append(f"searxng: settings.yml is not mounted read-only ({mounts!r})")
+    else:
+        settings = yaml.safe_load(open(mounts[0].split(":")[0])) or {}
+        if "json" not in ((settings.get("search") or {}).get("formats") or []):
+            errors.append("searxng: search.formats lacks json (SearXNG answers 403 to web_search)")
+        server = settings.get("server") or {}
+        if server.get("limiter") is not False or server.get("public_instance") is not False:
+            errors.append("searxng: limiter and public_instance must be false (the limiter turns the tools service away)")
+        if "secret_key" in server:
+            errors.append("searxng: a secret_key in the settings file; it comes from SEARXNG_SECRET")
+    if "SEARXNG_SECRET" not in (svc.get("environment") or {}):
+        errors.append("searxng: no SEARXNG_SECRET in its environment")
+    tools_env = (services.get("tools") or {}).get("environment") or {}
+    if tools_env.get("SEARXNG_URL") not in ("", None):
+        errors.append(f"tools: SEARXNG_URL defaults to {tools_env.get('SEARXNG_URL')!r}; it is set only when asked")
+    if "searxng" in ((services.get("tools") or {}).get("depends_on") or {}):
+        errors.append("tools must not depend on searxng (it runs only with its profile)")
+
+elif what == "tools-sandbox":
+    # The browser's Chromium keeps its sandbox with the least the container can be given
+    # (docs/deploy.md): SYS_CHROOT alone, no privilege gain, and the seccomp profile that allows
+    # user, PID and network namespaces and nothing Docker's default grants only with a capability.
+    import json
+    svc = services.get("tools") or {}
+    opts = [str(o) for o in svc.get("security_opt") or []]
+    if "no-new-privileges:true" not in opts:
+        errors.append(f"tools: no no-new-privileges:true in security_opt {opts!r}")
+    profiles = [o.split(":", 1)[1] if o.startswith("seccomp:") else o.split("=", 1)[1] for o in opts if o.startswith(("seccomp:", "seccomp="))]
+    if [os.path.normpath(p) for p in profiles] != ["infra/tools-seccomp.json"]:
+        errors.append(f"tools: seccomp profile {profiles!r}, want ./infra/tools-seccomp.json")
+    caps = [str(c).upper().removeprefix("CAP_") for c in svc.get("cap_add") or []]
+    if [str(c).upper() for c in svc.get("cap_drop") or []] != ["ALL"] or caps != ["SYS_CHROOT"] or svc.get("privileged"):
+        errors.append(f"tools: cap_drop {svc.get('cap_drop')!r}, cap_add {svc.get('cap_add')!r}: want every capability dropped but SYS_CHROOT")
+    profile = json.load(open("infra/tools-seccomp.json"))
+    if profile.get("defaultAction") != "SCMP_ACT_ERRNO":
+        errors.append(f"tools-seccomp.json: defaultAction {profile.get('defaultAction')!r}")
+    allowed = {n for r in profile["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" and not r.get("args") for n in r["names"]}
+    never = {"mount", "umount2", "setns", "bpf", "ptrace", "keyctl", "add_key", "pivot_root", "init_module",
+             "finit_module", "kexec_load", "open_by_handle_at", "perf_event_open", "io_uring_setup", "clone", "unshare", "clone3"}
+    if allowed & never:
+        errors.append(f"tools-seccomp.json: allows {sorted(allowed & never)} unconditionally")
+    # clone and unshare: only with a mask that keeps mount, cgroup, UTS and IPC namespaces refused.
+    ns_refused = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
+    for name in ("clone", "unshare"):
+        rules = [r for r in profile["syscalls"] if name in r["names"] and r["action"] == "SCMP_ACT_ALLOW"]
+        ok = rules and all(
+            len(r.get("args") or []) == 1 and r["args"][0]["op"] == "SCMP_CMP_MASKED_EQ"
+            and r["args"][0]["index"] == 0 and r["args"][0]["value"] & ns_refused == ns_refused
+            and r["args"][0].get("valueTwo", 0) == 0 for r in rules)
+        if not ok:
+            errors.append(f"tools-seccomp.json: {name} is not limited to user, PID and network namespaces")
+
 else:
     sys.exit(f"unknown assertion {what}")
 
@@ -394,6 +458,8 @@ dockerfiles() {
     { echo "$f: no /readyz HEALTHCHECK"; bad=1; }
   grep -q '^CMD \["node", "dist/main.js"\]' "$f" || { echo "$f: CMD is not node dist/main.js"; bad=1; }
   grep -q "deploy --prod --legacy" "$f" || { echo "$f: no pnpm deploy"; bad=1; }
+  # The browser tools drive Debian's Chromium, which only the tools image installs.
+  grep -q 'apt-get install .*chromium' "$f" || { echo "$f: the tools image installs no chromium"; bad=1; }
   # A per-service Dockerfile left behind would drift from the shared one unnoticed.
   stray=$(ls services/*/Dockerfile 2>/dev/null || true)
   [[ -z $stray ]] || { echo "per-service Dockerfiles remain: $stray"; bad=1; }
@@ -425,7 +491,11 @@ check "observability: cpu+memory limits on each, memory within 1.5 GiB; everythi
 check "observability: Grafana anonymous and sign-up off, password and admin key required, at /grafana above the gateway's router, which links there; OTLP to alloy; nats monitor on" assert obs-grafana "$tmp/obs.yaml"
 check "observability (prod): the same for Grafana's router against Host(JARVIS_DOMAIN)" assert obs-grafana "$tmp/prod-obs.yaml"
 check "observability: prometheus.yml, and the PromQL of alert rules and Tempo's metric links, pass promtool" promtool_checks
-check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js" dockerfiles
+check "searxng (profile search): pinned image, read-only settings with json output and no limiter, secret from env; tools not pointed at it by default" assert searxng "$tmp/local.yaml"
+check "searxng (prod): the same after compose.prod.yaml merges in" assert searxng "$tmp/prod.yaml"
+check "tools: Chromium's sandbox with SYS_CHROOT alone, no-new-privileges and infra/tools-seccomp.json (user, PID, network namespaces only)" assert tools-sandbox "$tmp/local.yaml"
+check "tools (prod): the same after compose.prod.yaml merges in" assert tools-sandbox "$tmp/prod.yaml"
+check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js, Chromium for tools" dockerfiles
 
 echo "compose: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -9,4 +9,5 @@ export * from './redis-server';
 export * from './sse-client';
 export * from './stack';
 export * from './stack-fixture';
+export * from './test-site';
 export * from './user-events';

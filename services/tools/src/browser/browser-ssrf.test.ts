@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { catchBusError } from '@jarvis/bus/testing';
 import { toolsInvoke } from '@jarvis/contracts';
+import { loopbackNamesInHosts, startTestSite, stopTestSite, type TestSite } from '@jarvis/testkit';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BrowserRig,
-  startBrowserRig,
-  startTestSite,
-  stopTestSite,
-  type TestSite,
-} from './browser-test-fixture';
+import { type BrowserRig, startBrowserRig } from './browser-test-fixture';
 import { createBrowserOpenTool } from './browser-tools';
 
 // The SSRF set of issue 27 for the browser: real Chromium (sandboxed, behind the guarded proxy,
@@ -68,25 +62,6 @@ function webrtcPage(port: number): string {
     pc.createOffer().then((offer) => pc.setLocalDescription(offer));
     setTimeout(() => { document.title = 'done'; }, 2500);
   </script></body></html>`;
-}
-
-// The names this machine's /etc/hosts maps to a loopback address (localhost, and here also the
-// host's own names): Chromium hands them to the proxy, whose checked lookup resolves them.
-function loopbackNamesInHosts(): string[] {
-  let text = '';
-  try {
-    text = readFileSync('/etc/hosts', 'utf8');
-  } catch {
-    return [];
-  }
-  const names = new Set<string>();
-  for (const line of text.split('\n')) {
-    const [address, ...aliases] = line.replace(/#.*/, '').trim().split(/\s+/);
-    if (address && (/^127\./.test(address) || address === '::1')) {
-      for (const alias of aliases) names.add(alias);
-    }
-  }
-  return [...names].filter((name) => name !== 'localhost');
 }
 
 beforeAll(async () => {
@@ -180,6 +155,9 @@ declare const document: { title: string };
 describe('browser SSRF set (issue 27)', { timeout: 240_000 }, () => {
   it('reaches no loopback listener by navigation, redirect, subresource, websocket or name', async () => {
     const port = target.port;
+    // The other names /etc/hosts maps to loopback (localhost is in each list already): Chromium
+    // hands them to the proxy, whose checked lookup resolves them.
+    const namesInHosts = loopbackNamesInHosts().filter((name) => name !== 'localhost');
     const loopbacks = [
       '127.0.0.1',
       'localhost',
@@ -192,7 +170,7 @@ describe('browser SSRF set (issue 27)', { timeout: 240_000 }, () => {
       '127.1',
       '0.0.0.0',
       '[::]',
-      ...loopbackNamesInHosts(),
+      ...namesInHosts,
     ];
     const navigations = [
       ...loopbacks.map((host) => `http://${host}:${port}/secret`),
@@ -213,7 +191,7 @@ describe('browser SSRF set (issue 27)', { timeout: 240_000 }, () => {
       `http://[::]:${port}/secret`,
       `https://localhost:${port}/secret`,
       `//127.0.0.1:${port}/secret`,
-      ...loopbackNamesInHosts().map((name) => `http://${name}:${port}/secret`),
+      ...namesInHosts.map((name) => `http://${name}:${port}/secret`),
       // Not the listener, but as refused: metadata, private, CGNAT, benchmarking ranges.
       'http://169.254.169.254/latest/meta-data/',
       'http://[fd00:ec2::254]/',
@@ -233,7 +211,7 @@ describe('browser SSRF set (issue 27)', { timeout: 240_000 }, () => {
       if (!REFUSED.test(error.message) || hits() !== before) failures.push(`${url} → ${outcome}`);
     }
 
-    const subresourceHosts = ['127.0.0.1', 'localhost', '[::1]', ...loopbackNamesInHosts()];
+    const subresourceHosts = ['127.0.0.1', 'localhost', '[::1]', ...namesInHosts];
     for (const kind of ['img', 'iframe', 'fetch', 'ws']) {
       for (const host of subresourceHosts) {
         const scheme = kind === 'ws' ? 'ws' : 'http';

@@ -1,5 +1,3 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import {
@@ -14,34 +12,6 @@ import { uniqueNamespace } from '@jarvis/testkit';
 import { registerHandlers } from '../handlers';
 import { ToolRegistry } from '../registry';
 import { BrowserPool, type BrowserPoolOptions } from './browser-pool';
-
-// A local HTTP server for the browser tests, counting the connections made to it.
-export type TestSite = { server: Server; port: number; url: string; connections: number };
-
-export async function startTestSite(
-  onRequest: RequestListener,
-  host = '127.0.0.1',
-  port = 0,
-): Promise<TestSite> {
-  const server = createServer(onRequest);
-  const site: TestSite = { server, port: 0, url: '', connections: 0 };
-  server.on('connection', () => {
-    site.connections += 1;
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
-  site.port = (server.address() as AddressInfo).port;
-  site.url = `http://${host.includes(':') ? `[${host}]` : host}:${site.port}`;
-  return site;
-}
-
-export async function stopTestSite(site: TestSite | undefined): Promise<void> {
-  if (!site) return;
-  site.server.closeAllConnections();
-  await new Promise((resolve) => site.server.close(resolve));
-}
 
 export type BrowserRig = {
   guard: OutboundGuard;

@@ -8,17 +8,11 @@ import {
   turnEventSubject,
 } from '@jarvis/contracts';
 import { createLogger } from '@jarvis/telemetry';
-import type { TestDatabase } from '@jarvis/testkit';
+import { startTestSite, stopTestSite, type TestDatabase, type TestSite } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startToolsDatabase } from '../tools-database-fixture';
 import { BrowserPool } from './browser-pool';
-import {
-  type BrowserRig,
-  startBrowserRig,
-  startTestSite,
-  stopTestSite,
-  type TestSite,
-} from './browser-test-fixture';
+import { type BrowserRig, startBrowserRig } from './browser-test-fixture';
 import {
   createBrowserActTool,
   createBrowserOpenTool,

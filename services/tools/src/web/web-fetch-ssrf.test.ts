@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
 import type { Bus } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import { toolsInvoke } from '@jarvis/contracts';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
-import { uniqueNamespace } from '@jarvis/testkit';
+import {
+  loopbackNamesInHosts,
+  startTestSite,
+  stopTestSite,
+  type TestSite,
+  uniqueNamespace,
+} from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerHandlers } from '../handlers';
 import { ToolRegistry } from '../registry';
@@ -17,47 +21,6 @@ import { createWebFetchTool } from './web-fetch';
 // tools.invoke RPC over NATS, with real sockets; none may reach the listener, and each must come
 // back as a forbidden tool error in the guard's words.
 
-type Listener = { server: Server; port: number; connections: number };
-
-async function listen(host: string, onRequest: RequestListener, port = 0) {
-  const server = createServer(onRequest);
-  const listener: Listener = { server, port: 0, connections: 0 };
-  server.on('connection', () => {
-    listener.connections += 1;
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
-  listener.port = (server.address() as AddressInfo).port;
-  return listener;
-}
-
-async function close(listener: Listener | undefined) {
-  if (!listener) return;
-  listener.server.closeAllConnections();
-  await new Promise((resolve) => listener.server.close(resolve));
-}
-
-// The names this machine's /etc/hosts maps to a loopback address (localhost, and here also the
-// host's own names): each resolves to the listener without any DNS server of ours.
-function loopbackNamesInHosts(): string[] {
-  let text = '';
-  try {
-    text = readFileSync('/etc/hosts', 'utf8');
-  } catch {
-    return [];
-  }
-  const names = new Set<string>();
-  for (const line of text.split('\n')) {
-    const [address, ...aliases] = line.replace(/#.*/, '').trim().split(/\s+/);
-    if (address && (/^127\./.test(address) || address === '::1')) {
-      for (const alias of aliases) names.add(alias);
-    }
-  }
-  return [...names];
-}
-
 const USER_ID = randomUUID();
 // The tool's words for a refusal: "refused to connect: <host> is [<address>,] <why>; ...".
 const PRIVATE =
@@ -65,12 +28,12 @@ const PRIVATE =
 const METADATA =
   /^refused to connect: \S+ is (\S+, )?a cloud metadata address, which is never reachable; /;
 
-let target: Listener;
+let target: TestSite;
 // The same counting target on ::1, where the machine has IPv6 loopback.
-let target6: Listener | undefined;
+let target6: TestSite | undefined;
 // The "public-looking" host: named in OUTBOUND_ALLOWED_HOSTS by its host:port entry, it answers
 // every request with a 302 to the URL in its ?to= parameter.
-let redirector: Listener;
+let redirector: TestSite;
 let server: Bus;
 let client: Bus;
 
@@ -79,9 +42,9 @@ beforeAll(async () => {
     response.writeHead(200, { 'content-type': 'text/plain' });
     response.end('the loopback secret');
   };
-  target = await listen('127.0.0.1', answer);
-  target6 = await listen('::1', answer, target.port).catch(() => undefined);
-  redirector = await listen('127.0.0.1', (request, response) => {
+  target = await startTestSite(answer);
+  target6 = await startTestSite(answer, '::1', target.port).catch(() => undefined);
+  redirector = await startTestSite((request, response) => {
     const to = new URL(request.url ?? '/', 'http://redirector').searchParams.get('to') ?? '/';
     response.writeHead(302, { location: to });
     response.end();
@@ -101,9 +64,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await client?.close();
   await server?.close();
-  await close(target);
-  await close(target6);
-  await close(redirector);
+  await stopTestSite(target);
+  await stopTestSite(target6);
+  await stopTestSite(redirector);
 });
 
 type Case = { url: string; expected: RegExp };

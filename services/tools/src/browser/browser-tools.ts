@@ -11,7 +11,7 @@ import type { Queryable } from '@jarvis/db';
 import type { OutboundGuard } from '@jarvis/net-guard';
 import type { Page } from 'playwright-core';
 import type { Tool, ToolRunContext } from '../registry';
-import { UNTRUSTED_NOTICE } from '../web/web-fetch';
+import { PAGE_URL_PROPERTY, pageMaxCharsProperty, UNTRUSTED_NOTICE } from '../web/web-fetch';
 import type { BrowserPool, RunPage } from './browser-pool';
 import { navigate, parseBrowserUrl, readPage } from './page-navigation';
 import { insertScreenshot } from './screenshots-repository';
@@ -26,7 +26,6 @@ export type BrowserToolsOptions = {
 // With the links and the JSON around it this fits the orchestrator's default cap on a tool
 // result (8,000 characters), which cuts the JSON where it falls.
 const DEFAULT_MAX_CHARS = 4_500;
-const MAX_CHARS = 50_000;
 // A saved page keeps this much of its text, well inside one NATS message (1 MB).
 const SAVED_MAX_CHARS = 400_000;
 // A screenshot past SCREENSHOT_MAX_BYTES is retaken at the next smaller window.
@@ -60,13 +59,6 @@ const ACT_SETTLE_MS = 3_000;
 // How long without requests counts as quiet.
 const QUIET_MS = 300;
 
-const urlProperty = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 2_048,
-  description: 'The absolute http or https URL of the page.',
-} as const;
-
 type OpenArgs = { url: string; maxChars: number };
 
 // Opens a page in the run's browser page (JavaScript runs) and reads it.
@@ -79,14 +71,8 @@ export function createBrowserOpenTool(options: BrowserToolsOptions): Tool<OpenAr
     inputSchema: {
       type: 'object',
       properties: {
-        url: urlProperty,
-        maxChars: {
-          type: 'integer',
-          minimum: 100,
-          maximum: MAX_CHARS,
-          default: DEFAULT_MAX_CHARS,
-          description: 'Characters of the page text to return; the rest is cut.',
-        },
+        url: PAGE_URL_PROPERTY,
+        maxChars: pageMaxCharsProperty(DEFAULT_MAX_CHARS),
       },
       required: ['url'],
       additionalProperties: false,
@@ -119,7 +105,7 @@ export function createBrowserScreenshotTool(
     risk: 'safe',
     inputSchema: {
       type: 'object',
-      properties: { url: { ...urlProperty, nullable: true } },
+      properties: { url: { ...PAGE_URL_PROPERTY, nullable: true } },
       required: [],
       additionalProperties: false,
     },
@@ -270,7 +256,7 @@ export function createSavePageTool(
     risk: 'safe',
     inputSchema: {
       type: 'object',
-      properties: { url: urlProperty },
+      properties: { url: PAGE_URL_PROPERTY },
       required: ['url'],
       additionalProperties: false,
     },

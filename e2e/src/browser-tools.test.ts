@@ -1,15 +1,13 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { ChatResponse } from '@jarvis/contracts';
 import {
-  isTurnRequest,
   type StackFixture,
-  sentMessages,
   startStackFixture,
-  waitFor,
+  startTestSite,
+  stopTestSite,
+  type TestSite,
 } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, onTurn, toolResults, waitForToolsOffered } from './tool-turns';
 
 // Its text is there only once its script has run.
 const TIMETABLE = `<!doctype html><html><head><title>Ferry</title></head><body><main id="out"></main>
@@ -32,22 +30,9 @@ describe('browser tools', () => {
   let fixture: StackFixture;
   let key: string;
   let db: pg.Client;
-  let site: Server;
+  let site: TestSite;
   let siteUrl: string;
   let orders = 0;
-
-  const offers = (body: unknown, name: string): boolean => {
-    if (typeof body !== 'object' || body === null || !('tools' in body)) return false;
-    if (!Array.isArray(body.tools)) return false;
-    return body.tools.some(
-      (tool: { function?: { name?: string } }) => tool.function?.name === name,
-    );
-  };
-
-  const toolResults = () =>
-    sentMessages(fixture.fake.chatRequests().filter(isTurnRequest).at(-1)).filter(
-      (message) => message.role === 'tool',
-    );
 
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
@@ -58,14 +43,8 @@ describe('browser tools', () => {
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
 
-  const chat = async (message: string) => {
-    const response = await fixture.chat(key, { message });
-    expect(response.status).toBe(200);
-    return ChatResponse.parse(await response.json());
-  };
-
   beforeAll(async () => {
-    site = createServer((request, response) => {
+    site = await startTestSite((request, response) => {
       if (request.url === '/ordered' && request.method === 'POST') {
         orders += 1;
         response.writeHead(204);
@@ -75,46 +54,33 @@ describe('browser tools', () => {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       response.end(request.url === '/basket' ? ORDER : TIMETABLE);
     });
-    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    siteUrl = site.url;
     // Chromium's first start and page load take seconds on a busy machine.
     fixture = await startStackFixture({ TOOL_TIMEOUT_MS: '30000' });
     key = (await fixture.createUser('ines')).apiKey;
     db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
     await db.connect();
-    fixture.fake.onChat(() => ({ content: 'Here.' }));
-    await waitFor(
-      async () => {
-        await chat('Are you there?');
-        const last = fixture.fake.chatRequests().filter(isTurnRequest).at(-1);
-        return offers(last?.body, 'browser_open') && offers(last?.body, 'browser_act');
-      },
-      { timeoutMs: 30_000, intervalMs: 500, what: 'the browser tools to be offered to the model' },
-    );
+    await waitForToolsOffered(fixture, key, ['browser_open', 'browser_act']);
   }, 120_000);
 
   afterAll(async () => {
     await db?.end();
     await fixture?.close();
-    site?.closeAllConnections();
-    await new Promise((resolve) => site?.close(resolve));
+    await stopTestSite(site);
   });
 
   it('opens a page in the browser and gives the model the text its JavaScript wrote', async () => {
-    fixture.fake.onChat((request) => {
-      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
-      const results = sentMessages(request).filter((message) => message.role === 'tool');
-      if (results.length === 0) {
-        return { toolCalls: [{ name: 'browser_open', arguments: { url: `${siteUrl}/ferry` } }] };
-      }
-      return { content: 'The last ferry leaves at 01:40.' };
-    });
+    onTurn(fixture, (results) =>
+      results === 0
+        ? { toolCalls: [{ name: 'browser_open', arguments: { url: `${siteUrl}/ferry` } }] }
+        : { content: 'The last ferry leaves at 01:40.' },
+    );
 
-    const reply = await chat('When is the last ferry? The page needs JavaScript.');
+    const reply = await chat(fixture, key, 'When is the last ferry? The page needs JavaScript.');
 
     expect(reply.reply.content).toBe('The last ferry leaves at 01:40.');
-    const [result] = toolResults();
-    expect(JSON.parse(result?.content ?? '{}')).toMatchObject({
+    const [result] = toolResults(fixture);
+    expect(JSON.parse(result ?? '{}')).toMatchObject({
       notice: expect.stringMatching(/^Untrusted page data/),
       url: `${siteUrl}/ferry`,
       title: 'Ferry timetable',
@@ -128,13 +94,11 @@ describe('browser tools', () => {
   }, 60_000);
 
   it('clicks on the open page only after the user approves', async () => {
-    fixture.fake.onChat((request) => {
-      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
-      const results = sentMessages(request).filter((message) => message.role === 'tool');
-      if (results.length === 0) {
+    onTurn(fixture, (results) => {
+      if (results === 0) {
         return { toolCalls: [{ name: 'browser_open', arguments: { url: `${siteUrl}/basket` } }] };
       }
-      if (results.length === 1) {
+      if (results === 1) {
         return {
           toolCalls: [
             {
@@ -147,7 +111,7 @@ describe('browser tools', () => {
       return { content: 'Your order is placed.' };
     });
 
-    const paused = await chat('Buy the ferry ticket in my basket.');
+    const paused = await chat(fixture, key, 'Buy the ferry ticket in my basket.');
 
     expect(paused.approval).toMatchObject({
       toolName: 'browser_act',
@@ -167,8 +131,8 @@ describe('browser tools', () => {
     });
     expect(orders).toBe(1);
     // The click was on the page opened before the pause: its script's answer is in the result.
-    const act = toolResults().at(-1);
-    expect(JSON.parse(act?.content ?? '{}')).toMatchObject({
+    const act = toolResults(fixture).at(-1);
+    expect(JSON.parse(act ?? '{}')).toMatchObject({
       action: 'click',
       url: `${siteUrl}/basket`,
       text: expect.stringContaining('Order placed'),

@@ -1,17 +1,13 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { ChatResponse } from '@jarvis/contracts';
 import {
-  type FakeLlmRequest,
-  type FakeReply,
-  isTurnRequest,
   type StackFixture,
-  sentMessages,
   startStackFixture,
-  waitFor,
+  startTestSite,
+  stopTestSite,
+  type TestSite,
 } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, onTurn, toolResults, waitForToolsOffered } from './tool-turns';
 
 // The agent searching the web through a self-hosted SearXNG, as compose's `search` profile runs
 // it: the fake model calls web_search, the tools service asks a local stand-in that answers in
@@ -22,40 +18,13 @@ describe('web search', () => {
   let fixture: StackFixture;
   let key: string;
   let db: pg.Client;
-  let searxng: Server;
+  let searxng: TestSite;
   let searxngUrl: string;
   // The query string of each request the stand-in got.
   const asked: URLSearchParams[] = [];
 
-  const offeredTools = (request: FakeLlmRequest | undefined): string[] => {
-    const body = request?.body;
-    if (typeof body !== 'object' || body === null || !('tools' in body)) return [];
-    if (!Array.isArray(body.tools)) return [];
-    return body.tools.map((tool: { function?: { name?: string } }) => tool.function?.name ?? '');
-  };
-
-  const onTurn = (reply: (toolResults: number) => FakeReply) =>
-    fixture.fake.onChat((request) => {
-      if (!isTurnRequest(request)) return { content: '{"operations": []}' };
-      const results = sentMessages(request).filter((message) => message.role === 'tool').length;
-      return reply(results);
-    });
-
-  const chat = async (message: string) => {
-    const response = await fixture.chat(key, { message });
-    expect(response.status).toBe(200);
-    return ChatResponse.parse(await response.json());
-  };
-
-  const lastTurnRequest = () => fixture.fake.chatRequests().filter(isTurnRequest).at(-1);
-
-  const toolResults = () =>
-    sentMessages(lastTurnRequest())
-      .filter((message) => message.role === 'tool')
-      .map((message) => message.content ?? '');
-
   beforeAll(async () => {
-    searxng = createServer((request, response) => {
+    searxng = await startTestSite((request, response) => {
       const url = new URL(request.url ?? '/', 'http://searxng');
       if (url.pathname !== '/search') {
         response.writeHead(404).end();
@@ -100,45 +69,35 @@ describe('web search', () => {
         }),
       );
     });
-    await new Promise<void>((resolve) => searxng.listen(0, '127.0.0.1', resolve));
-    searxngUrl = `http://127.0.0.1:${(searxng.address() as AddressInfo).port}`;
+    searxngUrl = searxng.url;
     fixture = await startStackFixture({ SEARXNG_URL: searxngUrl, OUTBOUND_ALLOWED_HOSTS: '' });
     key = (await fixture.createUser('sofia')).apiKey;
     db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
     await db.connect();
-    // The orchestrator may have asked for the tools service's list before that was up.
-    onTurn(() => ({ content: 'Here.' }));
-    await waitFor(
-      async () => {
-        await chat('Are you there?');
-        return offeredTools(lastTurnRequest()).includes('web_search');
-      },
-      { timeoutMs: 30_000, intervalMs: 500, what: 'web_search to be offered to the model' },
-    );
+    await waitForToolsOffered(fixture, key, ['web_search']);
   });
 
   afterAll(async () => {
     await db?.end();
     await fixture?.close();
-    searxng?.closeAllConnections();
-    await new Promise((resolve) => searxng?.close(resolve));
+    await stopTestSite(searxng);
   });
 
   it('searches for the model, which reads the results as untrusted data', async () => {
-    onTurn((results) =>
+    onTurn(fixture, (results) =>
       results === 0
         ? { toolCalls: [{ name: 'web_search', arguments: { query: 'lisbon tram 28 hours' } }] }
         : { content: 'Tram 28 runs until 23:00.' },
     );
     asked.length = 0;
 
-    const reply = await chat('Until when does tram 28 run?');
+    const reply = await chat(fixture, key, 'Until when does tram 28 run?');
 
     expect(reply.reply.content).toBe('Tram 28 runs until 23:00.');
     expect(asked.map((query) => [query.get('q'), query.get('format')])).toEqual([
       ['lisbon tram 28 hours', 'json'],
     ]);
-    const [content] = toolResults();
+    const [content] = toolResults(fixture);
     expect(JSON.parse(content ?? '{}')).toEqual({
       notice: expect.stringMatching(/^Untrusted page data/),
       query: 'lisbon tram 28 hours',
@@ -164,17 +123,19 @@ describe('web search', () => {
   });
 
   it("does not open the search provider's private address to web_fetch", async () => {
-    onTurn((results) =>
+    onTurn(fixture, (results) =>
       results === 0
         ? { toolCalls: [{ name: 'web_fetch', arguments: { url: `${searxngUrl}/search?q=x` } }] }
         : { content: 'That address is refused.' },
     );
     asked.length = 0;
 
-    const reply = await chat('Read the search page itself.');
+    const reply = await chat(fixture, key, 'Read the search page itself.');
 
     expect(reply.reply.content).toBe('That address is refused.');
-    expect(toolResults()[0]).toMatch(/refused to connect: 127\.0\.0\.1 is a private or local/);
+    expect(toolResults(fixture)[0]).toMatch(
+      /refused to connect: 127\.0\.0\.1 is a private or local/,
+    );
     expect(asked).toHaveLength(0);
   });
 });

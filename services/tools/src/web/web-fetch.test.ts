@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { BusError } from '@jarvis/bus';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolRegistry, type ToolRunContext } from '../registry';
+import { callerOf, failure } from '../tool-call-fixture';
 import { createWebFetchTool, type WebFetchOptions } from './web-fetch';
 
 const PAGE = `<!doctype html><html><head><title>The Lisbon trip</title>
@@ -88,28 +88,7 @@ const HOME_LAB: WebFetchOptions = {
 };
 
 function webFetch(options: Partial<WebFetchOptions> = {}, signal = new AbortController().signal) {
-  const registry = new ToolRegistry();
-  registry.register(createWebFetchTool({ ...HOME_LAB, ...options }));
-  const context: ToolRunContext = {
-    userId: 'user',
-    runId: undefined,
-    conversationId: undefined,
-    signal,
-  };
-  return (args: Record<string, unknown>) => {
-    const tool = registry.get('web_fetch');
-    if (!tool) throw new Error('web_fetch is not registered');
-    return tool.call(args, context);
-  };
-}
-
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  const error = await promise.then(
-    () => undefined,
-    (rejected: unknown) => rejected,
-  );
-  if (!(error instanceof BusError)) throw new Error(`expected a BusError, got ${String(error)}`);
-  return error.toInfo();
+  return callerOf(createWebFetchTool({ ...HOME_LAB, ...options }), signal);
 }
 
 describe('web_fetch', () => {

@@ -1,4 +1,3 @@
-import { BusError } from '@jarvis/bus';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -6,7 +5,7 @@ import {
   type ReceivedRequest,
   startHttpReceiver,
 } from '../notifications/http-receiver-fixture';
-import { ToolRegistry, type ToolRunContext } from '../registry';
+import { callerOf, failure } from '../tool-call-fixture';
 import {
   createWebSearchTool,
   type WebSearchConfig,
@@ -144,8 +143,7 @@ function webSearch(
   config: WebSearchConfig,
   options: { allowedHosts?: string; maxResults?: number; timeoutMs?: number } = {},
 ) {
-  const registry = new ToolRegistry();
-  registry.register(
+  return callerOf(
     createWebSearchTool({
       config,
       // As main.ts builds it: the install's allow-list (none here) plus the provider's address.
@@ -158,26 +156,6 @@ function webSearch(
       timeoutMs: options.timeoutMs ?? 2_000,
     }),
   );
-  const context: ToolRunContext = {
-    userId: 'user',
-    runId: undefined,
-    conversationId: undefined,
-    signal: new AbortController().signal,
-  };
-  return (args: Record<string, unknown>) => {
-    const tool = registry.get('web_search');
-    if (!tool) throw new Error('web_search is not registered');
-    return tool.call(args, context);
-  };
-}
-
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  const error = await promise.then(
-    () => undefined,
-    (rejected: unknown) => rejected,
-  );
-  if (!(error instanceof BusError)) throw new Error(`expected a BusError, got ${String(error)}`);
-  return error.toInfo();
 }
 
 function only(requests: ReceivedRequest[]): ReceivedRequest {

@@ -10,6 +10,7 @@ import { TurnEvent, toolsInvoke, turnEventSubject } from '@jarvis/contracts';
 import { NATS_URL, REDIS_URL, Stack, startTestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { z } from 'zod';
 import { RESULTS_DIR } from '../paths';
+import { percentiles } from '../percentiles';
 
 // `make bench` (browser): how long browser_open takes on a local page, and how much memory the
 // tools service holds with BROWSER_MAX_PAGES (4) pages open. The tools service runs as its own
@@ -52,21 +53,11 @@ const PAGE = `<!doctype html><html><head><title>Loading</title></head><body><mai
 const PIXEL =
   '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>';
 
-type Figures = { p50: number; p95: number; max: number; mean: number };
-
-function percentiles(values: number[]): Figures {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0))] ??
-    Number.NaN;
-  const mean = values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1);
+// The percentiles and the mean, to a tenth of a millisecond.
+function timeFigures(values: number[]) {
   const round = (value: number) => Math.round(value * 10) / 10;
-  return {
-    p50: round(at(50)),
-    p95: round(at(95)),
-    max: round(sorted.at(-1) ?? Number.NaN),
-    mean: round(mean),
-  };
+  const mean = values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1);
+  return { ...percentiles(values, round), mean: round(mean) };
 }
 
 // The process and every process under it, from /proc's parent links.
@@ -209,8 +200,8 @@ try {
     page: 'local, 20 paragraphs and links written by its script, one image',
     firstCallMs,
     browserOpenMs: {
-      newRun: percentiles(newRun),
-      sameRun: percentiles(sameRun),
+      newRun: timeFigures(newRun),
+      sameRun: timeFigures(sameRun),
     },
     memory: { idle, [`${PAGES_OPEN}PagesOpen`]: withPagesOpen },
   };

@@ -21,6 +21,7 @@ import {
 } from '@jarvis/testkit';
 import { z } from 'zod';
 import { RESULTS_DIR } from '../paths';
+import { percentiles } from '../percentiles';
 
 // `make bench` (documents): how fast the tools service reads the text of an uploaded PDF. The
 // tools service runs as its own process from its main.ts, with production's limits; the bench
@@ -53,16 +54,6 @@ const WORDS = (
   'the budget for the next quarter was approved after a long discussion of travel costs ' +
   'hiring plans and the office move which the board asked to revisit in spring'
 ).split(' ');
-
-type Figures = { p50: number; p95: number; max: number };
-
-function percentiles(values: number[]): Figures {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0))] ??
-    Number.NaN;
-  return { p50: at(50), p95: at(95), max: sorted.at(-1) ?? Number.NaN };
-}
 
 // Prose-like lines of about 70 characters, different on every page as a real report's are.
 function pageText(page: number): string {
@@ -162,13 +153,8 @@ try {
     shortRuns.push((await importOnce(short, 1)).extractMs);
   }
   const round = (value: number) => Math.round(value * 10) / 10;
-  const roundAll = (figures: Figures): Figures => ({
-    p50: round(figures.p50),
-    p95: round(figures.p95),
-    max: round(figures.max),
-  });
-  const longFigures = roundAll(percentiles(longRuns));
-  const shortFigures = roundAll(percentiles(shortRuns));
+  const longFigures = percentiles(longRuns, round);
+  const shortFigures = percentiles(shortRuns, round);
   const pagesPerSecond = round((settings.BENCH_PAGES / longFigures.p50) * 1_000);
   const readingPagesPerSecond = round(
     ((settings.BENCH_PAGES - 1) / (longFigures.p50 - shortFigures.p50)) * 1_000,
@@ -189,7 +175,7 @@ try {
     pdfBytes: long.byteLength,
     runs: settings.BENCH_RUNS,
     extractionMs: longFigures,
-    importMs: roundAll(percentiles(longImports)),
+    importMs: percentiles(longImports, round),
     pagesPerSecond,
     onePageExtractionMs: shortFigures,
     readingPagesPerSecond,

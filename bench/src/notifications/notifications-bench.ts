@@ -19,6 +19,7 @@ import {
 } from '@jarvis/testkit';
 import { z } from 'zod';
 import { RESULTS_DIR } from '../paths';
+import { percentiles } from '../percentiles';
 import { cpuMsPerTurn, readCpuSeconds } from '../proc';
 
 // `make bench` (notifications): how long a reminder takes from its user event to the request of
@@ -48,16 +49,6 @@ const Settings = z.object({
 const settings = Settings.parse(process.env);
 const RESULTS = resolve(RESULTS_DIR, 'notifications.json');
 const DELIVERY_TIMEOUT_MS = 300_000;
-
-type Figures = { p50: number; p95: number; max: number };
-
-function percentiles(values: number[]): Figures {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0))] ??
-    Number.NaN;
-  return { p50: at(50), p95: at(95), max: sorted.at(-1) ?? Number.NaN };
-}
 
 type Published = { id: string; userIndex: number; at: number };
 

@@ -16,6 +16,7 @@ import {
 } from '@jarvis/testkit';
 import { z } from 'zod';
 import { RESULTS_DIR } from '../paths';
+import { percentiles } from '../percentiles';
 import { cpuMsPerTurn, readCpuSeconds } from '../proc';
 import { SCHEDULES_PER_USER, userSchedules, userTimeZone } from './mix';
 import { cpuBetween, readProcessCpu } from './process-cpu';
@@ -54,17 +55,6 @@ const RESULTS = resolve(RESULTS_DIR, 'scheduler.json');
 const CREATE_CONCURRENCY = 25;
 // The standing schedules must not fall due before the bench is over.
 const QUIET_MARGIN_MS = 30 * 60_000;
-
-type Figures = { p50: number; p95: number; max: number };
-
-function percentiles(values: number[]): Figures {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.max(Math.ceil((p / 100) * sorted.length) - 1, 0))] ??
-    Number.NaN;
-  const round = (ms: number) => Math.round(ms);
-  return { p50: round(at(50)), p95: round(at(95)), max: round(sorted.at(-1) ?? Number.NaN) };
-}
 
 // Creates every schedule through scheduler.schedules.create, as the API and the agent tools do,
 // so next_run_at and every other column are the service's own; returns their ids in order.
@@ -218,9 +208,18 @@ try {
     fired: fired.length,
     deliveredExactlyOnce: exactlyOnce,
     createdAheadMs: spareMs,
-    tookEffectMs: percentiles(fired.map((row) => Number(row.effect_ms))),
-    finishedMs: percentiles(fired.map((row) => Number(row.finished_ms))),
-    engineWokeMs: percentiles(rows.map((row) => Number(row.woke_ms))),
+    tookEffectMs: percentiles(
+      fired.map((row) => Number(row.effect_ms)),
+      Math.round,
+    ),
+    finishedMs: percentiles(
+      fired.map((row) => Number(row.finished_ms)),
+      Math.round,
+    ),
+    engineWokeMs: percentiles(
+      rows.map((row) => Number(row.woke_ms)),
+      Math.round,
+    ),
     // From just before the burst's instant until its last run finished: the two services', and
     // all of the Postgres and NATS servers' (other work on a shared server included).
     cpuMsPerReminder: cpuMsPerTurn(cpuBefore, cpuAfter, burstIds.length),

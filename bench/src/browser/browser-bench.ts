@@ -7,8 +7,8 @@ import { resolve } from 'node:path';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { TurnEvent, toolsInvoke, turnEventSubject } from '@jarvis/contracts';
-import { NATS_URL, REDIS_URL, Stack, startTestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { z } from 'zod';
+import { prepareBenchStack } from '../bench-stack';
 import { RESULTS_DIR } from '../paths';
 import { percentiles } from '../percentiles';
 
@@ -122,18 +122,8 @@ const site = createServer((request, response) => {
 await new Promise<void>((done) => site.listen(0, '127.0.0.1', done));
 const pageUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/news`;
 
-const database = await startTestDatabase();
-const namespace = uniqueNamespace('bench-browser');
-const stack = new Stack({
-  services: ['tools'],
-  databaseUrl: database.url,
-  env: {
-    NATS_URL,
-    REDIS_URL,
-    NATS_NAMESPACE: namespace,
-    LOG_LEVEL: 'warn',
-    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-  },
+const { database, namespace, stack } = await prepareBenchStack('bench-browser', ['tools'], {
+  env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
 });
 let bus: Bus | undefined;
 

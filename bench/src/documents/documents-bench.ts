@@ -11,15 +11,9 @@ import {
   UPLOADS_BUCKET,
   UPLOADS_TTL_MS,
 } from '@jarvis/contracts';
-import {
-  makePdf,
-  NATS_URL,
-  REDIS_URL,
-  Stack,
-  startTestDatabase,
-  uniqueNamespace,
-} from '@jarvis/testkit';
+import { makePdf } from '@jarvis/testkit';
 import { z } from 'zod';
+import { prepareBenchStack } from '../bench-stack';
 import { RESULTS_DIR } from '../paths';
 import { percentiles } from '../percentiles';
 
@@ -70,13 +64,7 @@ function pageText(page: number): string {
 
 type Arrival = { at: number; request: MemoryDocumentsIngestRequest };
 
-const database = await startTestDatabase();
-const namespace = uniqueNamespace('bench-documents');
-const stack = new Stack({
-  services: ['tools'],
-  databaseUrl: database.url,
-  env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn' },
-});
+const { database, namespace, stack } = await prepareBenchStack('bench-documents', ['tools']);
 let bus: Bus | undefined;
 
 try {

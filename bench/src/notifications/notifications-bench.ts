@@ -6,18 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Bus, ensureUserEventStream, publishUserEvent } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { notificationsChannelsPut } from '@jarvis/contracts';
-import {
-  NATS_URL,
-  REDIS_URL,
-  type RecordedRequest,
-  reminderFired,
-  Stack,
-  startHttpRecorder,
-  startTestDatabase,
-  uniqueNamespace,
-  waitFor,
-} from '@jarvis/testkit';
+import { type RecordedRequest, reminderFired, startHttpRecorder, waitFor } from '@jarvis/testkit';
 import { z } from 'zod';
+import { prepareBenchStack } from '../bench-stack';
 import { RESULTS_DIR } from '../paths';
 import { percentiles } from '../percentiles';
 import { cpuMsPerTurn, readCpuSeconds } from '../proc';
@@ -52,20 +43,10 @@ const DELIVERY_TIMEOUT_MS = 300_000;
 
 type Published = { id: string; userIndex: number; at: number };
 
-const database = await startTestDatabase();
-const namespace = uniqueNamespace('bench-notifications');
-const receiver = await startHttpRecorder();
-const stack = new Stack({
-  services: ['tools'],
-  databaseUrl: database.url,
-  env: {
-    NATS_URL,
-    REDIS_URL,
-    NATS_NAMESPACE: namespace,
-    LOG_LEVEL: 'warn',
-    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-  },
+const { database, namespace, stack } = await prepareBenchStack('bench-notifications', ['tools'], {
+  env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
 });
+const receiver = await startHttpRecorder();
 let bus: Bus | undefined;
 
 try {

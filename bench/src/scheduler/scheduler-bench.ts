@@ -6,15 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
 import { type SchedulesCreateRequest, schedulerSchedulesCreate } from '@jarvis/contracts';
-import {
-  NATS_URL,
-  REDIS_URL,
-  Stack,
-  startTestDatabase,
-  uniqueNamespace,
-  waitFor,
-} from '@jarvis/testkit';
+import { waitFor } from '@jarvis/testkit';
 import { z } from 'zod';
+import { prepareBenchStack } from '../bench-stack';
 import { RESULTS_DIR } from '../paths';
 import { percentiles } from '../percentiles';
 import { cpuMsPerTurn, readCpuSeconds } from '../proc';
@@ -71,16 +65,16 @@ async function createAll(bus: Bus, requests: SchedulesCreateRequest[]): Promise<
   return ids;
 }
 
-const database = await startTestDatabase();
-const namespace = uniqueNamespace('bench-scheduler');
-const stack = new Stack({
-  services: ['memory', 'scheduler'],
-  databaseUrl: database.url,
-  env: { NATS_URL, REDIS_URL, NATS_NAMESPACE: namespace, LOG_LEVEL: 'warn', ...schedulerEnv },
-  ...(settings.BENCH_CPU_PROF
-    ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.BENCH_CPU_PROF}`] }
-    : {}),
-});
+const { database, namespace, stack } = await prepareBenchStack(
+  'bench-scheduler',
+  ['memory', 'scheduler'],
+  {
+    env: schedulerEnv,
+    ...(settings.BENCH_CPU_PROF
+      ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.BENCH_CPU_PROF}`] }
+      : {}),
+  },
+);
 let bus: Bus | undefined;
 
 try {

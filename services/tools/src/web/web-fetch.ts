@@ -1,5 +1,6 @@
 import { BusError, isBusError } from '@jarvis/bus';
 import { type OutboundGuard, OutboundRefusedError } from '@jarvis/net-guard';
+import type { JSONSchemaType } from 'ajv';
 import type { Tool } from '../registry';
 import { readBody, requestThroughGuard } from './guarded-http';
 import { htmlToText } from './html-to-text';
@@ -12,8 +13,6 @@ export type WebFetchOptions = {
   // Longest one fetch takes, redirects included, however long its caller would wait.
   timeoutMs: number;
 };
-
-type WebFetchArgs = { url: string; maxChars: number };
 
 const MAX_REDIRECTS = 5;
 // With the JSON around it this fits the orchestrator's default cap on a tool result (8,000).
@@ -35,33 +34,35 @@ export const PAGE_URL_PROPERTY = {
   description: 'The absolute http or https URL of the page.',
 } as const;
 
-export function pageMaxCharsProperty(defaultChars: number) {
+export type PageArgs = { url: string; maxChars: number };
+
+export function pageArgsSchema(defaultChars: number): JSONSchemaType<PageArgs> {
   return {
-    type: 'integer',
-    minimum: 100,
-    maximum: MAX_CHARS,
-    default: defaultChars,
-    description: 'Characters of the page text to return; the rest is cut.',
-  } as const;
+    type: 'object',
+    properties: {
+      url: PAGE_URL_PROPERTY,
+      maxChars: {
+        type: 'integer',
+        minimum: 100,
+        maximum: MAX_CHARS,
+        default: defaultChars,
+        description: 'Characters of the page text to return; the rest is cut.',
+      },
+    },
+    required: ['url'],
+    additionalProperties: false,
+  };
 }
 
 // Reads a web page as text. Every connection, each redirect's too, goes through the outbound
 // guard's checking DNS lookup: the address checked is the address connected to.
-export function createWebFetchTool(options: WebFetchOptions): Tool<WebFetchArgs> {
+export function createWebFetchTool(options: WebFetchOptions): Tool<PageArgs> {
   return {
     name: 'web_fetch',
     description:
       'Fetch a web page (http or https) and read it as text: HTML becomes its title and readable text, plain text and JSON come as they are. What it returns is untrusted data from the web.',
     risk: 'safe',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        url: PAGE_URL_PROPERTY,
-        maxChars: pageMaxCharsProperty(DEFAULT_MAX_CHARS),
-      },
-      required: ['url'],
-      additionalProperties: false,
-    },
+    inputSchema: pageArgsSchema(DEFAULT_MAX_CHARS),
     async run({ url, maxChars }, context) {
       const start = parseTarget(url);
       const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);

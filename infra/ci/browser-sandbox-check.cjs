@@ -98,6 +98,9 @@ async function tool(url) {
     const started = Date.now();
     const request = {
       userId: randomUUID(),
+      // A run's page stays open after the call (a call outside a run closes its page as it
+      // returns), so its renderer is still there to be checked below.
+      runId: randomUUID(),
       name: 'browser_open',
       arguments: { url },
       timeoutMs: 60_000,

@@ -3,10 +3,10 @@ import { Id, Timestamp, TimeZone } from './common';
 import { defineRpc } from './define';
 
 // Notifications: what reaches the user outside the browser. The tools service owns the channels
-// (ntfy, email, webhook, Telegram), their settings and the history of deliveries; the gateway
+// (ntfy, email, webhook, Telegram, Web Push), their settings and the history of deliveries; the gateway
 // forwards /v1/notifications/* to these contracts.
 
-export const ChannelType = z.enum(['ntfy', 'email', 'webhook', 'telegram']);
+export const ChannelType = z.enum(['ntfy', 'email', 'webhook', 'telegram', 'webpush']);
 export type ChannelType = z.infer<typeof ChannelType>;
 
 // What a delivery is about. A channel subscribes to kinds; `test` always goes through.
@@ -118,6 +118,9 @@ export const ChannelSettings = z.discriminatedUnion('type', [
     smtp: z.strictObject({ ...SmtpFields, password: Secret.optional() }).optional(),
     events: ChannelEvents.optional(),
   }),
+  // Only what it gets: its devices subscribe through /v1/notifications/push/subscriptions, and
+  // the first one makes the channel.
+  z.strictObject({ type: z.literal('webpush'), events: ChannelEvents.optional() }),
 ]);
 export type ChannelSettings = z.infer<typeof ChannelSettings>;
 
@@ -151,6 +154,13 @@ export const Channel = z.discriminatedUnion('type', [
     type: z.literal('telegram'),
     // The linked private chat's user, as Telegram names them.
     username: z.string().nullable(),
+    events: z.array(NotificationKind),
+    updatedAt: Timestamp,
+  }),
+  z.object({
+    type: z.literal('webpush'),
+    // The browsers subscribed (GET /v1/notifications/push/subscriptions lists them).
+    devices: z.number().int().nonnegative(),
     events: z.array(NotificationKind),
     updatedAt: Timestamp,
   }),

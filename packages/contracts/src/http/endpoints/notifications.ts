@@ -44,9 +44,9 @@ export const NOTIFICATIONS_ENDPOINTS: Endpoint[] = [
   {
     method: 'put',
     path: '/v1/notifications/channels/{type}',
-    summary: 'Set up a channel: ntfy, email or webhook',
+    summary: 'Set up a channel: ntfy, email or webhook (or pick what Web Push gets)',
     description:
-      "ntfy takes url, topic, token?, priority?, clickUrl?; webhook takes url, secret (16+ characters), format? (jarvis, slack or discord); email takes to and smtp? (default: the install's SMTP, which first mails a code to confirm the address). events? picks what the channel gets. A secret left out keeps the stored one. An invalid URL, a private address, or an SMTP server that cannot be reached answers 400 naming the field. Telegram is linked with POST /v1/notifications/telegram/link.",
+      "ntfy takes url, topic, token?, priority?, clickUrl?; webhook takes url, secret (16+ characters), format? (jarvis, slack or discord); email takes to and smtp? (default: the install's SMTP, which first mails a code to confirm the address). webpush takes only events? (its devices subscribe through /v1/notifications/push/subscriptions, and the first one makes the channel). events? picks what the channel gets. A secret left out keeps the stored one. An invalid URL, a private address, or an SMTP server that cannot be reached answers 400 naming the field. Telegram is linked with POST /v1/notifications/telegram/link.",
     tag: 'notifications',
     auth: 'user',
     params: ChannelSettingsTypeParams,

@@ -25,6 +25,7 @@ import {
   saveEmailConfirmation,
 } from './channels-repository';
 import { type SmtpServer, sendMail, verifySmtp } from './email-transport';
+import { countPushSubscriptions, deleteAllPushSubscriptions } from './push/push-repository';
 
 // Saving, listing and removing a user's channels, and confirming an email address. What is
 // wrong with a channel is answered when it is saved, naming the field: an invalid or private
@@ -53,8 +54,8 @@ const CODE_RESEND_MS = 60_000;
 
 type Listed = Omit<ListedChannel, 'hasSecrets'>;
 
-// The API's view of a channel: its secrets only as the mask.
-function toChannelView(channel: Listed, hasSecrets: boolean): Channel {
+// The API's view of a channel: its secrets only as the mask; Web Push with its devices counted.
+function toChannelView(channel: Listed, hasSecrets: boolean, devices: number): Channel {
   const common = { events: channel.events, updatedAt: channel.updatedAt.toISOString() };
   const { config } = channel;
   switch (config.type) {
@@ -88,18 +89,22 @@ function toChannelView(channel: Listed, hasSecrets: boolean): Channel {
       };
     case 'telegram':
       return { type: 'telegram', username: config.username, ...common };
+    case 'webpush':
+      return { type: 'webpush', devices, ...common };
   }
 }
 
-function storedView(channel: StoredChannel): Channel {
+function storedView(channel: StoredChannel, devices = 0): Channel {
   const { secrets, ...rest } = channel;
-  return toChannelView(rest, Object.values(secrets).some(Boolean));
+  return toChannelView(rest, Object.values(secrets).some(Boolean), devices);
 }
 
 export async function listChannelViews(pool: Pool, userId: string): Promise<Channel[]> {
-  return (await listChannels(pool, userId)).map(({ hasSecrets, ...channel }) =>
-    toChannelView(channel, hasSecrets),
-  );
+  const channels = await listChannels(pool, userId);
+  const devices = channels.some((channel) => channel.type === 'webpush')
+    ? await countPushSubscriptions(pool, userId)
+    : 0;
+  return channels.map(({ hasSecrets, ...channel }) => toChannelView(channel, hasSecrets, devices));
 }
 
 export async function saveChannel(
@@ -109,6 +114,7 @@ export async function saveChannel(
 ): Promise<Channel> {
   const existing = await getChannel(deps.pool, deps.box, userId, settings.type);
   const events = settings.events ?? existing?.events ?? DEFAULT_CHANNEL_EVENTS;
+  if (settings.type === 'webpush') return saveWebPush(deps, userId, existing, events);
   const saved =
     settings.type === 'ntfy'
       ? await saveNtfy(deps, userId, settings, existing, events)
@@ -117,6 +123,31 @@ export async function saveChannel(
         : await saveEmail(deps, userId, settings, existing, events);
   deps.logger.info({ userId, channel: settings.type }, 'notification channel saved');
   return storedView(saved);
+}
+
+// Only the kinds it gets: the channel is made by its first device (POST
+// /v1/notifications/push/subscriptions), which has keys only a browser can make.
+async function saveWebPush(
+  deps: ChannelSettingsDeps,
+  userId: string,
+  existing: StoredChannel | undefined,
+  events: Events,
+): Promise<Channel> {
+  if (!existing) {
+    throw new BusError(
+      'bad_request',
+      'type: subscribe a device first (Settings, "Subscribe this device"): Web Push needs a browser\'s subscription',
+    );
+  }
+  const saved = await putChannel(deps.pool, deps.box, {
+    userId,
+    config: { type: 'webpush' },
+    secrets: {},
+    events,
+    isConfirmed: true,
+  });
+  deps.logger.info({ userId, channel: 'webpush' }, 'notification channel saved');
+  return storedView(saved, await countPushSubscriptions(deps.pool, userId));
 }
 
 type Events = StoredChannel['events'];
@@ -333,6 +364,9 @@ export async function removeChannel(
     throw new BusError('not_found', `no ${type} channel`);
   }
   if (type === 'email') await deleteEmailConfirmation(deps.pool, userId);
+  // The channel's devices go with it: without the channel nothing is pushed to them, and a device
+  // subscribing again makes the channel anew.
+  if (type === 'webpush') await deleteAllPushSubscriptions(deps.pool, userId);
   deps.logger.info({ userId, channel: type }, 'notification channel removed');
 }
 
@@ -347,7 +381,11 @@ function sameAddress(a: string, b: string): boolean {
 }
 
 // A user-given URL must resolve, and to addresses the outbound guard lets through.
-async function checkDestination(guard: OutboundGuard, text: string, field: string): Promise<void> {
+export async function checkDestination(
+  guard: OutboundGuard,
+  text: string,
+  field: string,
+): Promise<void> {
   const url = new URL(text);
   if (url.username || url.password) {
     throw new BusError(

@@ -17,7 +17,9 @@ export type ChannelConfig =
   | { type: 'ntfy'; url: string; topic: string; priority: number; clickUrl?: string }
   | { type: 'webhook'; url: string; format: z.infer<typeof WebhookFormat> }
   | { type: 'email'; to: string; smtp?: SmtpConfig }
-  | { type: 'telegram'; chatId: string; username: string | null };
+  | { type: 'telegram'; chatId: string; username: string | null }
+  // Its devices are rows of tools.push_subscriptions.
+  | { type: 'webpush' };
 
 // The sealed secrets, opened: only the fields of the channel's type are present.
 export type ChannelSecrets = { token?: string; secret?: string; smtpPassword?: string };
@@ -43,6 +45,9 @@ export type Notification = {
   // Where the UI shows the thing (a conversation, an approval), when the install's public URL is
   // known.
   url?: string;
+  // That place as the web UI's own path (/approvals): Web Push opens it on the origin the
+  // browser subscribed from, which needs no public URL.
+  path?: string;
   // approval_request: Telegram's Approve and Deny buttons decide it.
   approvalId?: string;
 };

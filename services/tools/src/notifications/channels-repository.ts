@@ -44,6 +44,7 @@ const StoredConfig = z.discriminatedUnion('type', [
   z.object({ type: z.literal('webhook'), url: z.string(), format: WebhookFormat }),
   z.object({ type: z.literal('email'), to: z.string(), smtp: SmtpConfig.optional() }),
   z.object({ type: z.literal('telegram'), chatId: z.string(), username: z.string().nullable() }),
+  z.object({ type: z.literal('webpush') }),
 ]);
 
 const COLUMNS = 'user_id, type, config, secrets, events, is_confirmed, updated_at';

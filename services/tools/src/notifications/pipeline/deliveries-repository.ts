@@ -22,7 +22,13 @@ export type StoredDelivery = {
   sentAt: Date | null;
 };
 
-type Content = { text: string; occurredAt: string; url?: string; approvalId?: string };
+type Content = {
+  text: string;
+  occurredAt: string;
+  url?: string;
+  path?: string;
+  approvalId?: string;
+};
 
 type DeliveryRow = {
   id: string;
@@ -42,7 +48,7 @@ type DeliveryRow = {
 };
 
 function toDelivery(row: DeliveryRow): StoredDelivery {
-  const { text, occurredAt, url, approvalId } = row.content;
+  const { text, occurredAt, url, path, approvalId } = row.content;
   return {
     id: row.id,
     userId: row.user_id,
@@ -57,6 +63,7 @@ function toDelivery(row: DeliveryRow): StoredDelivery {
       title: row.title,
       text,
       ...(url ? { url } : {}),
+      ...(path ? { path } : {}),
       ...(approvalId ? { approvalId } : {}),
     },
     isUrgent: row.is_urgent,
@@ -112,8 +119,14 @@ export async function insertDeliveries(
 }
 
 function contentOf(notification: Notification): Content {
-  const { text, occurredAt, url, approvalId } = notification;
-  return { text, occurredAt, ...(url ? { url } : {}), ...(approvalId ? { approvalId } : {}) };
+  const { text, occurredAt, url, path, approvalId } = notification;
+  return {
+    text,
+    occurredAt,
+    ...(url ? { url } : {}),
+    ...(path ? { path } : {}),
+    ...(approvalId ? { approvalId } : {}),
+  };
 }
 
 // Takes a delivery for one attempt: counts the attempt and leases the row until `leaseMs` from

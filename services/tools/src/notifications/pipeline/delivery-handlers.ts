@@ -60,6 +60,8 @@ async function sendTest(
         occurredAt: new Date().toISOString(),
         title: 'Jarvis test notification',
         text: `This ${type} channel works: Jarvis can reach you here.`,
+        // Where the user asked for it: a tap on a pushed test opens Settings again.
+        path: '/settings',
       },
       isUrgent: true,
       heldUntil: undefined,

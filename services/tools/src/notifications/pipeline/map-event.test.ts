@@ -46,6 +46,7 @@ describe('mapEvent', () => {
         title: 'Water the plants',
         text: 'Water the plants on the balcony',
         url: 'https://jarvis.example.com/chat',
+        path: '/chat',
       },
       isUrgent: true,
     });
@@ -67,8 +68,9 @@ describe('mapEvent', () => {
         text: 'the conversation was deleted',
       });
       expect(mapped?.notification.title).toContain('Water the plants');
-      // No PUBLIC_URL, no link.
+      // No PUBLIC_URL, no link; Web Push still opens the UI's own path.
       expect(mapped?.notification.url).toBeUndefined();
+      expect(mapped?.notification.path).toMatch(/^\/schedules\//);
     }
   });
 
@@ -114,6 +116,7 @@ describe('mapEvent', () => {
         title: 'Mission completed: Compare three laptops',
         text: 'The second one.',
         url: `https://jarvis.example.com/missions/${mission.id}`,
+        path: `/missions/${mission.id}`,
       },
       isUrgent: false,
     });
@@ -154,6 +157,7 @@ describe('mapEvent', () => {
       approvalId,
       title: 'Approve send_email?',
       url: 'https://jarvis.example.com/approvals',
+      path: '/approvals',
     });
     expect(mapped?.notification.text).toContain('ann@example.com');
   });

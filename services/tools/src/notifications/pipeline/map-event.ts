@@ -40,6 +40,7 @@ export function mapEvent(
         title: cut(title, TITLE_MAX_CHARS),
         text,
         ...(url ? { url } : {}),
+        ...(path ? { path } : {}),
         ...extra,
       },
       isUrgent,

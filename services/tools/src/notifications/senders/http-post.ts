@@ -96,7 +96,7 @@ function toSendError(error: unknown, url: URL, signal: AbortSignal, secrets: str
 }
 
 // Retry-After is seconds or an HTTP date; anything else is ignored (the backoff decides).
-function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
   const seconds = /^\d+$/.test(value.trim()) ? Number(value.trim()) * 1_000 : undefined;
   const ms = seconds ?? Date.parse(value) - now;

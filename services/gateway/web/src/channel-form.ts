@@ -3,7 +3,8 @@ import type { Channel, ChannelType } from '@jarvis/contracts';
 // What the channel forms of the Settings page hold (every field as text, as inputs give it) and
 // the PUT body made of it. Pure, so it is unit-tested.
 
-export type FormType = Exclude<ChannelType, 'telegram'>;
+// Telegram is linked from the bot and Web Push subscribed from each browser: no form of fields.
+export type FormType = Exclude<ChannelType, 'telegram' | 'webpush'>;
 type Values = Record<string, string>;
 
 // Secrets are never sent back: a stored one shows as the API's mask, and a field left empty

@@ -14,6 +14,7 @@ import { useApp } from './app-context';
 import { bodyOf, type FormType, initialValues, storedSecret } from './channel-form';
 import { ErrorNotice, Loading, StatusBadge } from './components';
 import { splitFieldError } from './format';
+import { PushDevices } from './settings-devices';
 import { formatInZone } from './time-zones';
 import { useResource } from './use-resource';
 
@@ -25,6 +26,7 @@ const TITLES: Record<ChannelType, string> = {
   webhook: 'Webhook',
   email: 'Email',
   telegram: 'Telegram',
+  webpush: 'Push notifications',
 };
 
 const INTROS: Record<ChannelType, string> = {
@@ -33,6 +35,8 @@ const INTROS: Record<ChannelType, string> = {
     "A signed JSON POST to your URL, in Jarvis's format or for a Slack or Discord incoming webhook.",
   email: "Mail through the install's SMTP server (to an address you confirm) or your own.",
   telegram: "Notifications and a chat with Jarvis in Telegram, through the install's bot.",
+  webpush:
+    "The phone's or computer's own notifications, from this app; tapping one opens it here. Each browser subscribes for itself.",
 };
 
 // What a channel can be sent; a test always goes through.
@@ -566,6 +570,26 @@ function TelegramLink(props: {
   );
 }
 
+// The devices are the channel: the first one subscribed makes it, removing the last removes it.
+function WebPushChannel(props: { isOn: boolean; onChanged: () => void; onTested: () => void }) {
+  const tester = useTest('webpush', props.onTested);
+  return (
+    <>
+      <PushDevices onChanged={props.onChanged} />
+      {props.isOn ? (
+        <>
+          <div class="button-row">
+            <button type="button" disabled={tester.isTesting} onClick={() => void tester.test()}>
+              Test
+            </button>
+          </div>
+          <TestResult result={tester.result} />
+        </>
+      ) : null}
+    </>
+  );
+}
+
 const FORM_TYPES: FormType[] = ['ntfy', 'webhook', 'email'];
 
 export function NotificationChannels(props: { timeZone: string; onTested: () => void }) {
@@ -590,6 +614,7 @@ export function NotificationChannels(props: { timeZone: string; onTested: () => 
   }
   const email = channelOf('email');
   const telegram = channelOf('telegram');
+  const webpush = channelOf('webpush');
   return (
     <>
       {FORM_TYPES.map((type) => (
@@ -609,6 +634,13 @@ export function NotificationChannels(props: { timeZone: string; onTested: () => 
         <TelegramLink
           channel={telegram?.type === 'telegram' ? telegram : undefined}
           timeZone={props.timeZone}
+          onChanged={list.reload}
+          onTested={props.onTested}
+        />
+      </ChannelSection>
+      <ChannelSection type="webpush" channel={webpush}>
+        <WebPushChannel
+          isOn={webpush !== undefined}
           onChanged={list.reload}
           onTested={props.onTested}
         />

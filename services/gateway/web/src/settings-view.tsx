@@ -4,6 +4,9 @@ import { useApp } from './app-context';
 import { ErrorNotice, Loading, PageHeader } from './components';
 import { DeliveriesList } from './deliveries-list';
 import { NotificationChannels } from './notification-channels';
+import { ApiKeysSetting } from './settings-keys';
+import { ThemeSetting } from './settings-theme';
+import { UsageSetting } from './settings-usage';
 import { TimeZoneSetting } from './time-zone-setting';
 import { useMe } from './use-me';
 import { useResource } from './use-resource';
@@ -103,8 +106,12 @@ function Notifications({ timeZone }: { timeZone: string }) {
   // Moves on after each test, so that the history shows it.
   const [tests, setTests] = useState(0);
   return (
-    <>
-      <h2>Notifications</h2>
+    <section
+      id="settings-notifications"
+      class="settings-group"
+      aria-labelledby="notifications-title"
+    >
+      <h2 id="notifications-title">Notifications</h2>
       <p class="muted">
         Where Jarvis reaches you outside this page: reminders, results of scheduled work, mission
         reports and approval requests.
@@ -115,7 +122,30 @@ function Notifications({ timeZone }: { timeZone: string }) {
       ) : null}
       <NotificationChannels timeZone={timeZone} onTested={() => setTests((value) => value + 1)} />
       <DeliveriesList timeZone={timeZone} generation={tests} />
-    </>
+    </section>
+  );
+}
+
+// Every setting is on this one page; the links jump to its parts (a long page on a phone).
+// Standing instructions will have their part here once the server keeps them.
+const PARTS = [
+  { id: 'settings-appearance', label: 'Appearance' },
+  { id: 'settings-time-zone', label: 'Time zone' },
+  { id: 'settings-notifications', label: 'Notifications' },
+  { id: 'channel-webpush-title', label: 'Push' },
+  { id: 'settings-keys', label: 'API keys' },
+  { id: 'settings-usage', label: 'Usage' },
+] as const;
+
+function PartsNav() {
+  return (
+    <nav class="settings-nav" aria-label="Settings sections">
+      {PARTS.map((part) => (
+        <a key={part.id} href={`#${part.id}`} class="tab">
+          {part.label}
+        </a>
+      ))}
+    </nav>
   );
 }
 
@@ -128,15 +158,27 @@ export function SettingsView() {
   return (
     <section class="page">
       <PageHeader title="Settings" />
+      <PartsNav />
+      <div id="settings-appearance">
+        <ThemeSetting />
+      </div>
       <ErrorNotice message={me.error} />
       {user ? (
         <>
-          <TimeZoneSetting me={user} onSaved={setSavedMe} />
+          <div id="settings-time-zone">
+            <TimeZoneSetting me={user} onSaved={setSavedMe} />
+          </div>
           <Notifications timeZone={user.timeZone} />
         </>
       ) : me.error ? null : (
         <Loading what="your settings" />
       )}
+      <div id="settings-keys">
+        <ApiKeysSetting />
+      </div>
+      <div id="settings-usage">
+        <UsageSetting />
+      </div>
     </section>
   );
 }

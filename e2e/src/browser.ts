@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
 
 // Debian's Chromium driven by playwright-core, for the web UI's browser tests. Screenshots land
 // in e2e/artifacts/screenshots/ (git-ignored) to be looked at.
@@ -11,7 +13,7 @@ const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
 export type BrowserPage = {
-  browser: Browser;
+  context: BrowserContext;
   page: Page;
   // Every script error, console error and Content-Security-Policy violation of the page.
   problems: string[];
@@ -21,21 +23,39 @@ export type BrowserPage = {
   close(): Promise<void>;
 };
 
-export async function openBrowserPage(
-  context: { locale?: string; timezoneId?: string } = {},
-): Promise<BrowserPage> {
+export type BrowserOptions = {
+  locale?: string;
+  timezoneId?: string;
+  // A profile on disk, as a user's browser has, rather than Playwright's usual incognito-like
+  // context: Chromium never finds an app installable in an incognito one.
+  isPersistent?: boolean;
+};
+
+export async function openBrowserPage(options: BrowserOptions = {}): Promise<BrowserPage> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
   }
   await mkdir(SCREENSHOTS, { recursive: true });
-  const browser = await chromium.launch({
+  const { isPersistent, ...contextOptions } = options;
+  const launchOptions = {
     executablePath: CHROMIUM,
     headless: true,
     // Playwright already passes --no-sandbox (needed as root), --no-first-run and
     // --disable-background-networking; the rest keep Chromium off this closed network.
     args: ['--disable-gpu', '--disable-quic', '--disable-component-update', '--disable-sync'],
-  });
-  const page = await (await browser.newContext({ viewport: DESKTOP, ...context })).newPage();
+  };
+  const profile = isPersistent ? await mkdtemp(join(tmpdir(), 'jarvis-chromium-')) : undefined;
+  const context = profile
+    ? await chromium.launchPersistentContext(profile, {
+        ...launchOptions,
+        viewport: DESKTOP,
+        ...contextOptions,
+      })
+    : await (await chromium.launch(launchOptions)).newContext({
+        viewport: DESKTOP,
+        ...contextOptions,
+      });
+  const page = context.pages()[0] ?? (await context.newPage());
   const problems: string[] = [];
   page.on('console', (message) => {
     if (message.type() === 'error') problems.push(message.text());
@@ -48,7 +68,7 @@ export async function openBrowserPage(
       console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI));`,
   });
   return {
-    browser,
+    context,
     page,
     problems,
     shoot: async (name) => {
@@ -56,7 +76,11 @@ export async function openBrowserPage(
     },
     unexpectedProblems: () =>
       problems.filter((text) => !text.startsWith('Failed to load resource')),
-    close: () => browser.close(),
+    close: async () => {
+      // Closing a launched browser's context leaves the browser: close the browser itself.
+      await (context.browser() ?? context).close();
+      if (profile) await rm(profile, { recursive: true, force: true });
+    },
   };
 }
 

@@ -8,6 +8,8 @@ import helmet from 'helmet';
 // CSSOM, which the policy does not govern), no fonts or images from elsewhere. Without
 // upgrade-insecure-requests: Traefik already sends plain HTTP to HTTPS, and a browser on
 // http://127.0.0.1 (make dev, the browser test) would load nothing.
+// The web manifest and the service worker (/sw.js) need no directive of their own: helmet's
+// default-src and script-src 'self' cover manifest-src and worker-src.
 export function securityHeaders() {
   return helmet({
     contentSecurityPolicy: {

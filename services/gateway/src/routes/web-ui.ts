@@ -18,7 +18,8 @@ const CLIENT_ROUTES = new Set([
 ]);
 
 export type WebUiOptions = {
-  // The UI's build (web/dist): index.html, favicon.svg and assets/ with content-hashed names.
+  // The UI's build (web/dist): index.html, assets/ with content-hashed names, and the files of
+  // web/public beside them (favicon.svg, manifest.webmanifest, icons/) and sw.js.
   directory: URL | string;
 };
 
@@ -47,7 +48,9 @@ export function createWebUiRouter(options: WebUiOptions): Router {
     }),
   );
   // index.html and the files beside it keep their names across builds: always revalidated
-  // (ETag), so a deploy shows at the next load.
+  // (ETag), so a deploy shows at the next load; sw.js too, whose new bytes are how a browser
+  // learns of a new app shell. Types come from the extension (text/javascript for sw.js,
+  // application/manifest+json for the manifest), as browsers require.
   router.use(
     express.static(root, {
       index: false,

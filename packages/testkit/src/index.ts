@@ -5,6 +5,7 @@ export * from './infra';
 export * from './metric-sample';
 export * from './otlp-receiver';
 export * from './process';
+export * from './push-service';
 export * from './redis-server';
 export * from './sse-client';
 export * from './stack';

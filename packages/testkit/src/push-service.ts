@@ -7,7 +7,7 @@ import {
   randomBytes,
   verify,
 } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 // A push service as a browser vendor runs one, standing in on loopback over HTTPS with a
 // certificate made for the run: it records each push as it came and answers as the test says.
 // And the browser's side of a subscription: its keys, with which a push's payload is decrypted
-// as RFC 8291 says, in node:crypto (web-push's own http_ece is not a dependency of this package).
+// as RFC 8291 says, in node:crypto (web-push's own http_ece is no dependency of the tests).
 
 export type ReceivedPush = {
   path: string;
@@ -30,8 +30,10 @@ type Responder = (push: ReceivedPush, response: ServerResponse) => void;
 export type PushServiceStandIn = {
   // https://127.0.0.1:<port>
   url: string;
-  // The certificate to trust: it is its own issuer.
+  // The certificate to trust: it is its own issuer. And the same as a file, for a process
+  // started with NODE_EXTRA_CA_CERTS.
   ca: string;
+  caFile: string;
   pushes: ReceivedPush[];
   respondWith(responder: Responder): void;
   close(): Promise<void>;
@@ -39,6 +41,9 @@ export type PushServiceStandIn = {
 
 export async function startPushServiceStandIn(): Promise<PushServiceStandIn> {
   const { key, cert } = makeCertificate();
+  const directory = mkdtempSync(join(tmpdir(), 'push-stand-in-ca-'));
+  const caFile = join(directory, 'ca.pem');
+  writeFileSync(caFile, cert);
   const pushes: ReceivedPush[] = [];
   const created: Responder = (_push, response) => {
     response.writeHead(201).end();
@@ -62,6 +67,7 @@ export async function startPushServiceStandIn(): Promise<PushServiceStandIn> {
   return {
     url: `https://127.0.0.1:${port}`,
     ca: cert,
+    caFile,
     pushes,
     respondWith(next) {
       responder = next;
@@ -69,7 +75,10 @@ export async function startPushServiceStandIn(): Promise<PushServiceStandIn> {
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => resolve());
+        server.close(() => {
+          rmSync(directory, { recursive: true, force: true });
+          resolve();
+        });
       }),
   };
 }

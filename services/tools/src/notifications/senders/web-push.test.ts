@@ -12,20 +12,22 @@ import {
 } from '@jarvis/contracts';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { createLogger } from '@jarvis/telemetry';
-import { missionEnded, reminderFired, waitFor } from '@jarvis/testkit';
+import {
+  type BrowserKeys,
+  makeBrowserKeys,
+  missionEnded,
+  type PushServiceStandIn,
+  reminderFired,
+  startPushServiceStandIn,
+  verifyVapid,
+  waitFor,
+} from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredChannel } from '../channel';
 import { registerDeliveryHandlers } from '../pipeline/delivery-handlers';
 import { type PipelineFixture, startPipelineFixture } from '../pipeline/pipeline-fixture';
 import { registerPushHandlers } from '../push/push-handlers';
 import { listPushSubscriptions, savePushSubscription } from '../push/push-repository';
-import {
-  type BrowserKeys,
-  makeBrowserKeys,
-  type PushServiceStandIn,
-  startPushServiceStandIn,
-  verifyVapid,
-} from '../push/push-service-fixture';
 import { loadVapidKeys, type VapidDetails } from '../push/vapid-keys';
 import { createSecretBox } from '../secret-box';
 import { registerSettingsHandlers } from '../settings-handlers';

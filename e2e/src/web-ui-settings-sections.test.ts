@@ -236,9 +236,16 @@ describe('the Settings page, every part', () => {
     expect(await background()).toBe(DARK_BG);
     await openSettings();
     expect(await background()).toBe(DARK_BG);
-    // A page load starts in the chosen scheme: the chat too, not only Settings.
+    // A page load is in the chosen scheme from its first frame (a frame's callbacks run before
+    // it is painted), on the chat too, not only on Settings: no flash of the system's scheme.
+    await page.addInitScript({
+      content: `requestAnimationFrame(() => {
+        window.themeAtFirstFrame = document.documentElement.dataset.theme ?? 'none';
+      });`,
+    });
     await page.goto(`${fixture.stack.gatewayUrl}/chat`);
     await page.getByLabel('Message', { exact: true }).waitFor();
+    expect(await page.evaluate('window.themeAtFirstFrame')).toBe('dark');
     expect(await background()).toBe(DARK_BG);
     await browser.shoot('chat-dark-desktop');
 

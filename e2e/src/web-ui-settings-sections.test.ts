@@ -185,7 +185,7 @@ describe('the Settings page, every part', () => {
     expect(Number((cells[1] ?? '').replaceAll(',', ''))).toBeGreaterThanOrEqual(1_200);
   });
 
-  it('lists a device subscribed to push, and removes it', async () => {
+  it('lists a device subscribed to push, picks what it is sent, and removes it', async () => {
     // Headless Chromium has no push service to subscribe with: the device is registered as the
     // page would, through the API, with keys made here.
     const p256dh = createECDH('prime256v1').generateKeys().toString('base64url');
@@ -204,6 +204,21 @@ describe('the Settings page, every part', () => {
     await part.getByRole('button', { name: 'Subscribe this device' }).waitFor();
     await part.scrollIntoViewIfNeeded();
     await browser.shoot('settings-push-devices-desktop');
+
+    // What the devices are sent is the channel's: notes and mission reports off.
+    const form = part.getByRole('form', { name: 'Push notifications settings' });
+    await form.getByLabel('Notes from Jarvis').uncheck();
+    await form.getByLabel('Mission reports').uncheck();
+    await form.getByRole('button', { name: 'Save' }).click();
+    await form.getByText('Saved.').waitFor();
+    const { body } = await api('GET', '/v1/notifications/channels');
+    const channel = (body.channels as { type: string; events: string[] }[]).find(
+      (one) => one.type === 'webpush',
+    );
+    expect(channel?.events).toContain('reminder');
+    expect(channel?.events).toContain('approval_request');
+    expect(channel?.events).not.toContain('note');
+    expect(channel?.events).not.toContain('mission_report');
 
     await device.getByRole('button', { name: 'Remove' }).click();
     await region('Push notifications off').getByText('No device is subscribed yet.').waitFor();

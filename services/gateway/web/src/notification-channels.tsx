@@ -570,21 +570,83 @@ function TelegramLink(props: {
   );
 }
 
-// The devices are the channel: the first one subscribed makes it, removing the last removes it.
-function WebPushChannel(props: { isOn: boolean; onChanged: () => void; onTested: () => void }) {
+// What every device is sent; it is the channel's, not a device's.
+function WebPushEvents(props: {
+  channel: ChannelOf<'webpush'>;
+  onChanged: (channel: Channel) => void;
+  onTested: () => void;
+}) {
+  const { client } = useApp();
+  const [events, setEvents] = useState<string[]>(props.channel.events);
+  const [isBusy, setIsBusy] = useState(false);
+  const [isSaved, setIsSaved] = useState(false);
+  const [error, setError] = useState<string | undefined>();
   const tester = useTest('webpush', props.onTested);
+
+  async function save(event: Event) {
+    event.preventDefault();
+    setIsBusy(true);
+    setIsSaved(false);
+    setError(undefined);
+    try {
+      const answer = await client.send<ChannelResponse>(
+        'PUT',
+        '/v1/notifications/channels/webpush',
+        { events },
+      );
+      setIsSaved(true);
+      props.onChanged(answer.channel);
+    } catch (failure) {
+      setError(messageOf(failure));
+    } finally {
+      setIsBusy(false);
+    }
+  }
+
+  return (
+    <form
+      aria-label={`${TITLES.webpush} settings`}
+      aria-busy={isBusy}
+      onSubmit={(event) => void save(event)}
+    >
+      <EventChoices
+        events={events}
+        onChange={(next) => {
+          setEvents(next);
+          setIsSaved(false);
+        }}
+      />
+      <div class="button-row">
+        <button type="submit" class="primary" disabled={isBusy}>
+          Save
+        </button>
+        <button type="button" disabled={tester.isTesting} onClick={() => void tester.test()}>
+          Test
+        </button>
+        {isSaved ? <output class="muted">Saved.</output> : null}
+      </div>
+      <TestResult result={tester.result} />
+      <ErrorNotice message={error} />
+    </form>
+  );
+}
+
+// The devices are the channel: the first one subscribed makes it, removing the last removes it.
+function WebPushChannel(props: {
+  channel: ChannelOf<'webpush'> | undefined;
+  onChanged: () => void;
+  onSaved: (channel: Channel) => void;
+  onTested: () => void;
+}) {
   return (
     <>
       <PushDevices onChanged={props.onChanged} />
-      {props.isOn ? (
-        <>
-          <div class="button-row">
-            <button type="button" disabled={tester.isTesting} onClick={() => void tester.test()}>
-              Test
-            </button>
-          </div>
-          <TestResult result={tester.result} />
-        </>
+      {props.channel ? (
+        <WebPushEvents
+          channel={props.channel}
+          onChanged={props.onSaved}
+          onTested={props.onTested}
+        />
       ) : null}
     </>
   );
@@ -640,8 +702,9 @@ export function NotificationChannels(props: { timeZone: string; onTested: () => 
       </ChannelSection>
       <ChannelSection type="webpush" channel={webpush}>
         <WebPushChannel
-          isOn={webpush !== undefined}
+          channel={webpush?.type === 'webpush' ? webpush : undefined}
           onChanged={list.reload}
+          onSaved={setChannel('webpush')}
           onTested={props.onTested}
         />
       </ChannelSection>

@@ -2,7 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type Bus, publishUserEvent } from '@jarvis/bus';
 import { catchBusError, connectTestBus } from '@jarvis/bus/testing';
 import {
+  notificationsChannelsDelete,
   notificationsChannelsList,
+  notificationsChannelsPut,
   notificationsPushKey,
   notificationsPushSubscribe,
   notificationsPushSubscriptionsList,
@@ -82,6 +84,22 @@ async function subscribe(userId: string, browser: BrowserKeys, name = 'Phone') {
     subscription: { endpoint, expirationTime: null, keys: browser.keys, deviceName: name },
   });
   return { endpoint, subscription };
+}
+
+function approvalOf() {
+  const now = new Date();
+  return {
+    id: randomUUID(),
+    runId: randomUUID(),
+    turnId: randomUUID(),
+    conversationId: randomUUID(),
+    toolName: 'send_email',
+    arguments: { to: 'ann@example.com' },
+    status: 'pending' as const,
+    createdAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + 3_600_000).toISOString(),
+    decidedAt: null,
+  };
 }
 
 function pushesTo(endpoint: string) {
@@ -301,6 +319,51 @@ describe('Web Push', () => {
     }
     const { subscriptions } = await client.request(notificationsPushSubscriptionsList, { userId });
     expect(subscriptions).toHaveLength(1);
+  });
+
+  it('takes its kinds by PUT once a device subscribed, and its DELETE removes every device', async () => {
+    const userId = randomUUID();
+    const early = await catchBusError(
+      client.request(notificationsChannelsPut, {
+        userId,
+        channel: { type: 'webpush', events: ['reminder'] },
+      }),
+    );
+    expect(early.code).toBe('bad_request');
+    expect(early.message).toMatch(/subscribe a device first/);
+
+    const phone = makeBrowserKeys();
+    const { endpoint } = await subscribe(userId, phone);
+    await subscribe(userId, makeBrowserKeys(), 'Laptop');
+    const { channel } = await client.request(notificationsChannelsPut, {
+      userId,
+      channel: { type: 'webpush', events: ['approval_request'] },
+    });
+    expect(channel).toMatchObject({ type: 'webpush', devices: 2, events: ['approval_request'] });
+
+    // Not a kind it takes any more: the pipeline makes no delivery, nothing is pushed.
+    const reminder = reminderFired('Not pushed');
+    await publishUserEvent(fixture.bus, userId, reminder.id, reminder.event);
+    // A later event it does take arrives: by then the reminder would have, too.
+    await publishUserEvent(fixture.bus, userId, `approval:${randomUUID()}`, {
+      type: 'approval_requested',
+      occurredAt: new Date().toISOString(),
+      approval: approvalOf(),
+    });
+    await waitFor(() => pushesTo(endpoint).length === 1, { what: 'the approval request pushed' });
+    // Events are consumed several at once: time for the reminder, had it been pushed.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(pushesTo(endpoint)).toHaveLength(1);
+    const [approvalPush] = pushesTo(endpoint);
+    expect(approvalPush?.headers.urgency).toBe('high');
+    expect(JSON.parse(phone.decrypt(approvalPush?.body ?? Buffer.alloc(0)))).toMatchObject({
+      title: 'Approve send_email?',
+      url: '/approvals',
+    });
+
+    await client.request(notificationsChannelsDelete, { userId, type: 'webpush' });
+    const { subscriptions } = await client.request(notificationsPushSubscriptionsList, { userId });
+    expect(subscriptions).toEqual([]);
   });
 
   it('unsubscribes a device by id; another user cannot', async () => {

@@ -68,7 +68,8 @@ beforeAll(async () => {
   registerPushHandlers({ bus: fixture.bus, pool, guard, logger, publicKey: vapid.publicKey });
   await fixture.startPipeline();
   client = await connectTestBus(fixture.bus.namespace);
-});
+  // A database to migrate and a certificate to make: longer than vitest's 10 s on a busy machine.
+}, 60_000);
 
 afterAll(async () => {
   await client?.close();

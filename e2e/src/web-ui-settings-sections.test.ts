@@ -156,6 +156,7 @@ describe('the Settings page, every part', () => {
     await row.waitFor();
     const prefix = ((await row.locator('code').textContent()) ?? '').replace('…', '');
     expect(created.startsWith(prefix)).toBe(true);
+    await part.scrollIntoViewIfNeeded();
     await browser.shoot('settings-new-key-desktop');
 
     await part.getByRole('button', { name: 'Done' }).click();

@@ -1,5 +1,5 @@
 import { type StackFixture, startStackFixture } from '@jarvis/testkit';
-import type { Page } from 'playwright-core';
+import type { CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrowserPage, openBrowserPage, PHONE, signIn } from './browser';
 
@@ -117,6 +117,15 @@ describe('the web UI as an installable app', () => {
   it('shows a push message as a notification that leads into the app', async () => {
     await page.context().grantPermissions(['notifications'], { origin: gatewayUrl });
     const workers = await page.context().newCDPSession(page);
+    try {
+      await pushAndTap(workers);
+    } finally {
+      // Left attached, it would spoil the offline test's navigator.onLine (see above).
+      await workers.detach();
+    }
+  });
+
+  async function pushAndTap(workers: CDPSession): Promise<void> {
     const registrations: { registrationId: string; scopeURL: string }[] = [];
     workers.on('ServiceWorker.workerRegistrationUpdated', (event) => {
       registrations.push(...event.registrations);
@@ -133,26 +142,7 @@ describe('the web UI as an installable app', () => {
       });
     const shown = async () => (await page.evaluate(SHOWN_NOTIFICATIONS)) as Notice[];
 
-    // Exactly what the tools service's webpush sender sends.
-    await push(
-      JSON.stringify({
-        title: 'Reminder',
-        body: 'Water the plants',
-        url: '/approvals',
-        tag: 'jarvis-reminder-1',
-      }),
-    );
-    await expect
-      .poll(shown)
-      .toEqual([
-        {
-          title: 'Reminder',
-          body: 'Water the plants',
-          tag: 'jarvis-reminder-1',
-          data: { url: '/approvals' },
-        },
-      ]);
-    // A link off the install is never where a tap leads; the same tag replaces, not stacks.
+    // A link off the install is never where a tap leads.
     await push(
       JSON.stringify({
         title: 'Reminder',
@@ -166,8 +156,37 @@ describe('the web UI as an installable app', () => {
       .toEqual([
         { title: 'Reminder', body: 'Look here', tag: 'jarvis-reminder-1', data: { url: '/' } },
       ]);
-    await workers.detach();
-  });
+    // Exactly what the tools service's webpush sender sends; the same tag replaces the
+    // notification shown rather than adding one.
+    await push(
+      JSON.stringify({
+        title: 'Approval needed',
+        body: 'memory_delete waits for you',
+        url: '/approvals',
+        tag: 'jarvis-reminder-1',
+      }),
+    );
+    await expect.poll(shown).toEqual([
+      {
+        title: 'Approval needed',
+        body: 'memory_delete waits for you',
+        tag: 'jarvis-reminder-1',
+        data: { url: '/approvals' },
+      },
+    ]);
+
+    // A tap, as the worker's own notificationclick handler gets it: DevTools cannot click a
+    // notification, so the event is dispatched in the worker (an untrusted event: its
+    // waitUntil throws after the handler has started its work, and the window's focus is
+    // refused). The open page is told, and routes there in place.
+    const [worker] = page.context().serviceWorkers();
+    expect(worker?.url()).toBe(`${gatewayUrl}/sw.js`);
+    await worker?.evaluate(`self.registration.getNotifications().then(([notification]) =>
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification })))`);
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/approvals');
+    await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+    await expect.poll(shown).toEqual([]);
+  }
 
   it('opens offline from the cached shell and says it is offline', async () => {
     const context = page.context();

@@ -1,19 +1,14 @@
+import type {
+  PushKeyResponse,
+  PushSubscriptionBody,
+  PushSubscriptionResponse,
+  PushSubscriptionView,
+} from '@jarvis/contracts';
 import { type ApiClient, ApiError } from './api-client';
 
 // This device's side of Web Push: the browser's push subscription (made through the service
-// worker, /sw.js, which also shows the notifications) and its record at the gateway. The shapes
-// are those of the tools service's push endpoints (GET /v1/notifications/push/key, POST and
-// DELETE /v1/notifications/push/subscriptions).
-
-export type PushSubscriptionRecord = {
-  id: string;
-  deviceName: string | null;
-  endpointHost: string;
-  createdAt: string;
-};
-
-type PushKeyResponse = { publicKey: string };
-type SubscribeResponse = { subscription: PushSubscriptionRecord };
+// worker, /sw.js, which also shows the notifications) and its record at the gateway
+// (GET /v1/notifications/push/key, POST and DELETE /v1/notifications/push/subscriptions).
 
 // The id the gateway gave this device's subscription: the list the API returns names the push
 // service's host, not the endpoint, so this is how the Settings page knows which row is "this
@@ -76,7 +71,7 @@ async function registration(): Promise<ServiceWorkerRegistration> {
 export async function subscribeThisDevice(
   client: ApiClient,
   deviceName: string,
-): Promise<PushSubscriptionRecord> {
+): Promise<PushSubscriptionView> {
   if (!isPushSupported()) {
     throw new Error('This browser cannot receive push notifications here (it needs HTTPS).');
   }
@@ -99,8 +94,16 @@ export async function subscribeThisDevice(
     applicationServerKey,
   });
   const { endpoint, keys } = subscription.toJSON();
-  const body = { endpoint, keys, ...(deviceName.trim() ? { deviceName: deviceName.trim() } : {}) };
-  const response = await client.send<SubscribeResponse>(
+  if (!endpoint || !keys?.p256dh || !keys.auth) {
+    throw new Error('The browser gave a push subscription without its endpoint or keys.');
+  }
+  const name = deviceName.trim();
+  const body: PushSubscriptionBody = {
+    endpoint,
+    keys: { p256dh: keys.p256dh, auth: keys.auth },
+    ...(name ? { deviceName: name } : {}),
+  };
+  const response = await client.send<PushSubscriptionResponse>(
     'POST',
     '/v1/notifications/push/subscriptions',
     body,

@@ -132,8 +132,10 @@ async function openTarget(url: string): Promise<void> {
   const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   const open = windows.find((client) => new URL(client.url).origin === self.location.origin);
   if (open) {
-    await open.focus();
+    // The message first: should the browser refuse the focus, the page is still where the
+    // user wanted it when they come to it.
     open.postMessage({ type: 'open', url });
+    await open.focus();
     return;
   }
   await self.clients.openWindow(url);

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 // The colour scheme: the system's by default, or one the user chose on this device. It is kept
 // in this browser's localStorage rather than on the server, as a phone and a laptop in different
 // light may want different ones.
-export type ThemeChoice = 'system' | 'light' | 'dark';
+type ThemeChoice = 'system' | 'light' | 'dark';
 
 const THEME_ITEM = 'jarvis.theme';
 
@@ -26,13 +26,13 @@ function isThemeChoice(value: string | null | undefined): value is ThemeChoice {
   return value === 'system' || value === 'light' || value === 'dark';
 }
 
-export function loadThemeChoice(): ThemeChoice {
+function loadThemeChoice(): ThemeChoice {
   const stored = storage()?.getItem(THEME_ITEM);
   return isThemeChoice(stored) ? stored : 'system';
 }
 
 // styles.css reads data-theme on <html>: none follows prefers-color-scheme.
-export function applyTheme(choice: ThemeChoice): void {
+function applyTheme(choice: ThemeChoice): void {
   const root = document.documentElement;
   if (choice === 'system') delete root.dataset.theme;
   else root.dataset.theme = choice;

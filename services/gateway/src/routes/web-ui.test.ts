@@ -42,6 +42,8 @@ describe('the web UI route', () => {
     await writeFile(join(dir, 'index.html'), INDEX);
     await writeFile(join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
     await writeFile(join(dir, 'assets', 'app-1a2b.js'), 'console.log("jarvis")');
+    await writeFile(join(dir, 'sw.js'), 'self.addEventListener("fetch", () => {});');
+    await writeFile(join(dir, 'manifest.webmanifest'), '{"name": "Jarvis"}');
     built = await startGateway(dir);
     missing = await startGateway(join(dir, 'not-built'));
   });
@@ -78,6 +80,20 @@ describe('the web UI route', () => {
     const icon = await fetch(`${built.url}/favicon.svg`);
     expect(icon.status).toBe(200);
     expect(icon.headers.get('cache-control')).toBe('no-cache');
+  });
+
+  it('serves the service worker and the web manifest with the types browsers require', async () => {
+    // A service worker script must come as JavaScript, and be revalidated: its new bytes are
+    // how a browser learns of a new app shell.
+    const worker = await fetch(`${built.url}/sw.js`);
+    expect(worker.status).toBe(200);
+    expect(worker.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(worker.headers.get('cache-control')).toBe('no-cache');
+
+    const manifest = await fetch(`${built.url}/manifest.webmanifest`);
+    expect(manifest.status).toBe(200);
+    expect(manifest.headers.get('content-type')).toMatch(/^application\/manifest\+json/);
+    expect(manifest.headers.get('cache-control')).toBe('no-cache');
   });
 
   it('leaves the API and unknown paths to their JSON 404, and a missing asset is not the app', async () => {

@@ -367,6 +367,28 @@ describe('Web Push', () => {
     expect(subscriptions).toEqual([]);
   });
 
+  it('cuts off a push service that answers without end, and does not retry it', async () => {
+    const userId = randomUUID();
+    const { endpoint } = await subscribe(userId, makeBrowserKeys());
+    pushService.respondWith((push, response) => {
+      if (!endpoint.endsWith(push.path)) return void response.writeHead(201).end();
+      // 10 MB, well past what any push service answers.
+      response.writeHead(400);
+      const chunk = Buffer.alloc(64 * 1_024, 'x');
+      for (let sent = 0; sent < 160; sent += 1) response.write(chunk);
+      response.end();
+    });
+    try {
+      const { delivery } = await client.request(notificationsTest, { userId, channel: 'webpush' });
+      expect(delivery).toMatchObject({
+        status: 'failed',
+        error: `${new URL(pushService.url).host} answered more than 65536 bytes`,
+      });
+    } finally {
+      pushService.respondWith((_push, response) => response.writeHead(201).end());
+    }
+  });
+
   it('unsubscribes a device by id; another user cannot', async () => {
     const userId = randomUUID();
     const { subscription } = await subscribe(userId, makeBrowserKeys());

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Agent } from 'node:https';
+import { Agent, type RequestOptions } from 'node:https';
+import type { Duplex } from 'node:stream';
 import { URGENT_KINDS, type WebPushPayload } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { type OutboundGuard, OutboundRefusedError } from '@jarvis/net-guard';
@@ -36,6 +37,10 @@ const TITLE_MAX_CHARS = 120;
 const BODY_MAX_CHARS = 600;
 // When the notification names no place in the UI (an operations alert, a note).
 const DEFAULT_PATH = '/';
+// A push service answers a status and a line of text at most; web-push keeps the whole answer in
+// memory, so a destination streaming one without end is cut off past this.
+const ANSWER_MAX_BYTES = 64 * 1_024;
+const ANSWER_TOO_LARGE = 'EANSWERTOOLARGE';
 // A status that says the subscription is gone for good (unsubscribed, expired): its row goes.
 const GONE_STATUSES = new Set([404, 410]);
 
@@ -130,7 +135,7 @@ async function sendToDevice(
     const { lookup } = deps.guard.connectOptions(url);
     // An agent of its own per send: no pooled connection outlives the check, and aborting can
     // destroy exactly this send's sockets.
-    agent = new Agent({ lookup, keepAlive: false, ...(deps.ca ? { ca: deps.ca } : {}) });
+    agent = new CappedAgent({ lookup, keepAlive: false, ...(deps.ca ? { ca: deps.ca } : {}) });
   } catch (error) {
     if (error instanceof OutboundRefusedError) {
       return new SendError(error.message, { isRetryable: false });
@@ -184,9 +189,31 @@ function toOutcome(error: unknown, url: URL, signal: AbortSignal): DeviceOutcome
     return new SendError(`${url.host} did not answer in time`, { isRetryable: true });
   }
   const code = error instanceof Error && 'code' in error ? ` (${String(error.code)})` : '';
+  if (code === ` (${ANSWER_TOO_LARGE})`) {
+    return new SendError(`${url.host} answered more than ${ANSWER_MAX_BYTES} bytes`, {
+      isRetryable: false,
+    });
+  }
   // The message only by its code: an error of the library may quote the endpoint, whose path is
   // the device's capability.
   return new SendError(`${url.host} could not be reached${code}`, { isRetryable: true });
+}
+
+// Counts what each connection receives (decrypted) and destroys it past ANSWER_MAX_BYTES.
+class CappedAgent extends Agent {
+  override createConnection(
+    options: RequestOptions,
+    callback?: (error: Error | null, stream: Duplex) => void,
+  ): Duplex | null | undefined {
+    const socket = super.createConnection(options, callback);
+    let received = 0;
+    socket?.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received <= ANSWER_MAX_BYTES) return;
+      socket.destroy(Object.assign(new Error('answer too large'), { code: ANSWER_TOO_LARGE }));
+    });
+    return socket;
+  }
 }
 
 // Push services' topics are at most 32 base64url characters: the event's id, hashed.

@@ -19,12 +19,18 @@ const listFields = {
   before: MessageSeq.optional(),
 };
 
+// Not with before: the page that holds this message (of the conversation), with about as many
+// newer messages as older ones, so a search hit can be read in its context. Older pages follow
+// from nextBefore as usual.
+const around = Id.optional();
+
 // memory.messages.list: one of the user's conversations, newest first, forgotten messages left
 // out. Another user's conversation answers not_found, exactly like a missing one.
 export const MemoryMessagesListRequest = z.object({
   userId: Id,
   conversationId: Id,
   ...listFields,
+  around,
 });
 export type MemoryMessagesListRequest = z.input<typeof MemoryMessagesListRequest>;
 export const MemoryMessagesListResponse = z.object({
@@ -39,8 +45,9 @@ export const memoryMessagesList = defineRpc(
   MemoryMessagesListResponse,
 );
 
-// HTTP: GET /v1/conversations/{id}/messages?limit=&before= (query strings arrive as text).
+// HTTP: GET /v1/conversations/{id}/messages?limit=&before=|around= (query strings arrive as text).
 export const MessagesListQuery = z.strictObject({
   limit: z.coerce.number().pipe(MessageListLimit).optional(),
   before: z.coerce.number().pipe(MessageSeq).optional(),
+  around,
 });

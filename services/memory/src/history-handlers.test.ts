@@ -6,6 +6,7 @@ import {
   memoryConversationsList,
   memoryMessagesGet,
   memoryMessagesList,
+  type StoredMessage,
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,6 +85,71 @@ describe('memory.messages.list', () => {
     expect(second.nextBefore).toBeUndefined();
     const seqs = [...first.messages, ...second.messages].map((message) => message.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+  });
+
+  it('answers the page around a message: as many newer as older, leaning when one side runs out', async () => {
+    const userId = randomUUID();
+    const sent: StoredMessage[] = [];
+    // Another conversation's message, stored in between, is not this one's context.
+    let elsewhere = '';
+    for (let index = 1; index <= 9; index += 1) {
+      sent.push(await say(userId, index % 2 ? `m${index}` : `> m${index}`));
+      if (index === 4) elsewhere = (await say(randomUUID(), 'm4½')).id;
+    }
+    const conversationId = sent[0]?.conversationId ?? '';
+    await db.pool.query('UPDATE memory.messages SET forgotten_at = now() WHERE id = $1', [
+      sent[5]?.id,
+    ]);
+    const around = (index: number, limit: number) =>
+      clientBus.request(memoryMessagesList, {
+        userId,
+        conversationId,
+        limit,
+        around: sent[index]?.id,
+      });
+    const contents = (page: { messages: { content: string }[] }) =>
+      page.messages.map((message) => message.content.replace('> ', ''));
+
+    // m5 in the middle, m6 forgotten; older pages follow from nextBefore.
+    const middle = await around(4, 4);
+    expect(contents(middle)).toEqual(['m7', 'm5', 'm4', 'm3']);
+    const older = await clientBus.request(memoryMessagesList, {
+      userId,
+      conversationId,
+      limit: 4,
+      before: middle.nextBefore,
+    });
+    expect(contents(older)).toEqual(['m2', 'm1']);
+    expect(older.nextBefore).toBeUndefined();
+    // Near either end the page fills from the other side.
+    const newest = await around(8, 4);
+    expect(contents(newest)).toEqual(['m9', 'm8', 'm7', 'm5']);
+    expect(newest.nextBefore).toBe(newest.messages.at(-1)?.seq);
+    const oldest = await around(0, 4);
+    expect(contents(oldest)).toEqual(['m4', 'm3', 'm2', 'm1']);
+    expect(oldest.nextBefore).toBeUndefined();
+    const all = await around(2, 20);
+    expect(contents(all)).toEqual(['m9', 'm8', 'm7', 'm5', 'm4', 'm3', 'm2', 'm1']);
+    expect(all.nextBefore).toBeUndefined();
+
+    for (const id of [sent[5]?.id, elsewhere, randomUUID()]) {
+      const error = await catchBusError(
+        clientBus.request(memoryMessagesList, { userId, conversationId, around: id }),
+      );
+      expect(error.toInfo()).toEqual({ code: 'not_found', message: 'message not found' });
+    }
+    const both = await catchBusError(
+      clientBus.request(memoryMessagesList, {
+        userId,
+        conversationId,
+        around: sent[4]?.id,
+        before: 5,
+      }),
+    );
+    expect(both.toInfo()).toEqual({
+      code: 'bad_request',
+      message: 'around and before cannot be combined',
+    });
   });
 
   it("answers not_found for another user's conversation, like a missing one", async () => {

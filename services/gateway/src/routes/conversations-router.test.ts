@@ -10,6 +10,8 @@ import { badRequest, type RouterFixture, startRouterFixture } from './router-fix
 // History through the gateway: GET /v1/conversations and GET /v1/conversations/{id}/messages.
 let harness: RouterFixture;
 let conversationId: string;
+// Alice's messages by content.
+const messageIds = new Map<string, string>();
 
 beforeAll(async () => {
   harness = await startRouterFixture('/v1/conversations', { services: ['memory'] });
@@ -20,6 +22,7 @@ beforeAll(async () => {
       content,
     });
     conversationId = message.conversationId;
+    messageIds.set(content, message.id);
   }
 });
 
@@ -45,6 +48,36 @@ describe('GET /v1/conversations/{id}/messages', () => {
     });
   });
 
+  it('answers the page around a message, for a search hit shown in its context', async () => {
+    const key = harness.alice.key;
+    const around = await harness.call(
+      'GET',
+      `/${conversationId}/messages?limit=2&around=${messageIds.get('two')}`,
+      { key },
+    );
+    const page = MemoryMessagesListResponse.parse(around.body);
+
+    expect(around.status).toBe(200);
+    // Itself and one older message: a page leans to the older side by the message itself.
+    expect(page.messages.map((message) => message.content)).toEqual(['two', 'one']);
+    expect(page.nextBefore).toBeUndefined();
+    const missing = await harness.call(
+      'GET',
+      `/${conversationId}/messages?around=${randomUUID()}`,
+      { key },
+    );
+    expect(missing).toEqual({
+      status: 404,
+      body: { error: { code: 'not_found', message: 'message not found' } },
+    });
+    const both = await harness.call(
+      'GET',
+      `/${conversationId}/messages?around=${messageIds.get('two')}&before=1`,
+      { key },
+    );
+    expect(both.status).toBe(400);
+  });
+
   it("answers 404 for another user's conversation, like a missing one", async () => {
     const notFound = {
       status: 404,
@@ -62,7 +95,14 @@ describe('GET /v1/conversations/{id}/messages', () => {
   it('refuses a bad id, limit or cursor, and unknown parameters', async () => {
     const key = harness.alice.key;
     expect(await harness.call('GET', '/nope/messages', { key })).toEqual(badRequest(/^id: /));
-    for (const query of ['limit=0', 'limit=201', 'before=-1', 'before=x', 'userId=me']) {
+    for (const query of [
+      'limit=0',
+      'limit=201',
+      'before=-1',
+      'before=x',
+      'around=2',
+      'userId=me',
+    ]) {
       const reply = await harness.call('GET', `/${conversationId}/messages?${query}`, { key });
       expect(reply.status, query).toBe(400);
     }

@@ -354,3 +354,37 @@ export async function listConversationMessages(
   );
   return rows.map((row) => ({ ...toMessage(row), seq: Number(row.seq) }));
 }
+
+// The messages either side of one (forgotten ones left out): up to `limit` from it on, oldest
+// first, the message itself leading; and up to `limit` before it, newest first. Both empty when
+// the message is not in the user's conversation, or forgotten.
+export async function listMessagesAround(
+  db: Queryable,
+  userId: string,
+  conversationId: string,
+  messageId: string,
+  limit: number,
+): Promise<{ fromIt: SequencedMessage[]; before: SequencedMessage[] }> {
+  const { rows } = await db.query<SequencedRow & { is_before: boolean }>(
+    `WITH anchor AS (
+       SELECT seq FROM memory.messages
+       WHERE id = $3 AND conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL)
+     (SELECT ${COLUMNS}, seq, false AS is_before FROM memory.messages
+      WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
+        AND seq >= (SELECT seq FROM anchor)
+      ORDER BY seq LIMIT $4)
+     UNION ALL
+     (SELECT ${COLUMNS}, seq, true FROM memory.messages
+      WHERE conversation_id = $1 AND user_id = $2 AND forgotten_at IS NULL
+        AND seq < (SELECT seq FROM anchor)
+      ORDER BY seq DESC LIMIT $4)`,
+    [conversationId, userId, messageId, limit],
+  );
+  const toSequenced = (row: SequencedRow) => ({ ...toMessage(row), seq: Number(row.seq) });
+  const fromIt = rows.filter((row) => !row.is_before).map(toSequenced);
+  const before = rows.filter((row) => row.is_before).map(toSequenced);
+  return {
+    fromIt: fromIt.sort((a, b) => a.seq - b.seq),
+    before: before.sort((a, b) => b.seq - a.seq),
+  };
+}

@@ -14,7 +14,11 @@ import {
   findDefaultConversation,
   listConversations,
 } from '../repositories/conversations-repository';
-import { findMessage, listConversationMessages } from '../repositories/messages-repository';
+import {
+  findMessage,
+  listConversationMessages,
+  listMessagesAround,
+} from '../repositories/messages-repository';
 
 const TITLE_MAX_CHARS = 80;
 
@@ -39,6 +43,12 @@ export async function listMessages(
   const conversationId = await findConversation(pool, request.userId, request.conversationId);
   // Someone else's conversation answers exactly like a missing one.
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
+  if (request.around !== undefined) {
+    if (request.before !== undefined) {
+      throw new BusError('bad_request', 'around and before cannot be combined');
+    }
+    return listMessagesAroundOne(pool, request, conversationId, request.around);
+  }
   const { limit } = request;
   const rows = await listConversationMessages(
     pool,
@@ -52,6 +62,34 @@ export async function listMessages(
   return {
     messages,
     ...(rows.length > limit && last ? { nextBefore: last.seq } : {}),
+  };
+}
+
+// The page that holds a message: half of it newer messages, half older, leaning to one side when
+// the other runs out, so a message near either end still comes with a full page.
+async function listMessagesAroundOne(
+  pool: Pool,
+  request: MessagesRequest,
+  conversationId: string,
+  messageId: string,
+): Promise<MemoryMessagesListResponse> {
+  const { limit } = request;
+  // One older row more than a page can take tells whether older ones follow.
+  const { fromIt, before } = await listMessagesAround(
+    pool,
+    request.userId,
+    conversationId,
+    messageId,
+    limit + 1,
+  );
+  if (fromIt[0]?.id !== messageId) throw new BusError('not_found', 'message not found');
+  const newerCount = Math.min(fromIt.length, Math.max(Math.ceil(limit / 2), limit - before.length));
+  const older = before.slice(0, limit - newerCount);
+  const messages = [...fromIt.slice(0, newerCount).reverse(), ...older];
+  const last = messages.at(-1);
+  return {
+    messages,
+    ...(before.length > older.length && last ? { nextBefore: last.seq } : {}),
   };
 }
 

@@ -155,6 +155,10 @@ describe('search in the conversation', () => {
     await found().waitFor();
     await expect.poll(() => isInView(found())).toBe(true);
     await shoot('conversation-search-context-phone');
+    // The highlight and the dates in a bubble stay readable in the dark scheme too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await shoot('conversation-search-context-phone-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
     await context().getByRole('button', { name: 'Close' }).click();
     await expect.poll(() => context().count()).toBe(0);
     expect(browser.unexpectedProblems()).toEqual([]);

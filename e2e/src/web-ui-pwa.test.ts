@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { type StackFixture, startStackFixture } from '@jarvis/testkit';
 import type { CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -188,16 +189,37 @@ describe('the web UI as an installable app', () => {
     await expect.poll(shown).toEqual([]);
   }
 
+  it('opens from the cached shell while the proxy answers 502 for a gateway that is down', async () => {
+    // What Traefik does while the gateway restarts: the port answers, with a bare error page.
+    await fixture.stack.stopService('gateway');
+    const proxy = createServer((_request, response) => {
+      response.writeHead(502, { 'content-type': 'text/plain' }).end('Bad Gateway');
+    });
+    await new Promise<void>((resolve) =>
+      proxy.listen(Number(new URL(gatewayUrl).port), '127.0.0.1', resolve),
+    );
+    try {
+      const response = await page.reload();
+      expect(response?.fromServiceWorker()).toBe(true);
+      expect(response?.status()).toBe(200);
+      await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+      // The device is online: no Offline banner; the server's state is the status badge's.
+      expect(await page.getByRole('status').filter({ hasText: /^Offline$/ }).count()).toBe(0);
+      expect(await page.getByText('Bad Gateway').count()).toBe(0);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
   it('opens offline from the cached shell and says it is offline', async () => {
     const context = page.context();
     await context.setOffline(true);
-    // The gateway itself gone too: whatever the emulation covers, only the worker's cache can
-    // answer now.
-    await fixture.stack.stopService('gateway');
+    // Nothing listens on the gateway's port now either: whatever the emulation covers, only the
+    // worker's cache can answer.
     const response = await page.reload();
     expect(response?.fromServiceWorker()).toBe(true);
     await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-    const banner = page.getByRole('status').filter({ hasText: 'Offline' });
+    const banner = page.getByRole('status').filter({ hasText: /^Offline$/ });
     await banner.waitFor();
     await shoot('pwa-offline-desktop');
     await page.setViewportSize(PHONE);

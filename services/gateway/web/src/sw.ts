@@ -84,16 +84,23 @@ self.addEventListener('activate', (event) => {
   );
 });
 
+// What Traefik answers while the gateway is down or restarting (a deploy): its bare error page
+// helps nobody; the cached shell opens, and its status badge says the server is unreachable.
+const GATEWAY_DOWN = new Set([502, 503, 504]);
+
 // A page load goes to the network first, so an online user always gets the current build; with
-// no network it gets the cached shell, which then says it is offline.
+// no network, or no gateway behind the proxy, it gets the cached shell.
 async function navigation(request: Request): Promise<Response> {
+  let response: Response;
   try {
-    return await fetch(request);
+    response = await fetch(request);
   } catch (error) {
     const cached = await caches.match(SHELL_PAGE, { cacheName: CACHE });
     if (cached) return cached;
     throw error;
   }
+  if (!GATEWAY_DOWN.has(response.status)) return response;
+  return (await caches.match(SHELL_PAGE, { cacheName: CACHE })) ?? response;
 }
 
 // The shell's files have content-hashed names (or are the manifest and icons): the cached copy

@@ -1,7 +1,7 @@
 // The part of a found message worth showing in a result: search matches by meaning as well as by
 // words, so a hit may not contain the query at all, and a long message cannot be shown whole.
 
-export type Snippet = {
+type Snippet = {
   before: string;
   // The first query word the text contains, as the text spells it; empty when none is in it.
   match: string;

@@ -22,6 +22,7 @@ describe('the web UI as an installable app', () => {
   let gatewayUrl: string;
 
   const shoot = (name: string) => browser.shoot(name);
+  const offlineBanner = () => page.getByRole('status').filter({ hasText: /^Offline$/ });
 
   beforeAll(async () => {
     fixture = await startStackFixture();
@@ -204,7 +205,7 @@ describe('the web UI as an installable app', () => {
       expect(response?.status()).toBe(200);
       await page.getByRole('navigation', { name: 'Sections' }).waitFor();
       // The device is online: no Offline banner; the server's state is the status badge's.
-      expect(await page.getByRole('status').filter({ hasText: /^Offline$/ }).count()).toBe(0);
+      expect(await offlineBanner().count()).toBe(0);
       expect(await page.getByText('Bad Gateway').count()).toBe(0);
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
@@ -219,7 +220,7 @@ describe('the web UI as an installable app', () => {
     const response = await page.reload();
     expect(response?.fromServiceWorker()).toBe(true);
     await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-    const banner = page.getByRole('status').filter({ hasText: /^Offline$/ });
+    const banner = offlineBanner();
     await banner.waitFor();
     await shoot('pwa-offline-desktop');
     await page.setViewportSize(PHONE);

@@ -33,6 +33,7 @@ export * from './model-route';
 export * from './model-route-changed';
 export * from './model-usage';
 export * from './notifications';
+export * from './notifications-push';
 export * from './orchestrator-approvals';
 export * from './orchestrator-missions';
 export * from './orchestrator-runs';

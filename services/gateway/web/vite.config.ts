@@ -48,7 +48,8 @@ export default defineConfig({
     // Hashed names under assets/ are what the gateway serves with a year-long cache.
     assetsDir: 'assets',
     target: 'es2022',
-    // One entry chunk: the polyfill only matters for lazily loaded chunks, which there are none.
+    // No preload polyfill: it only matters for what a lazily loaded chunk imports, and the one
+    // such chunk (the Markdown renderer, src/markdown-render.ts) imports nothing.
     modulePreload: { polyfill: false },
     rolldownOptions: {
       input: {

@@ -11,8 +11,8 @@ const Env = z.object({
   // Port of /healthz, /readyz and /metrics.
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8084),
   // Private destinations web_fetch, the browser and notification channels (ntfy, webhook,
-  // per-user SMTP) may reach besides the public internet (comma-separated host names,
-  // host:port, IPs, CIDRs): the model can read anything they serve. Metadata never.
+  // per-user SMTP, Web Push services) may reach besides the public internet (comma-separated
+  // host names, host:port, IPs, CIDRs): the model can read anything they serve. Metadata never.
   OUTBOUND_ALLOWED_HOSTS: OutboundAllowedHosts,
   // Longest one web_fetch takes, redirects included.
   WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
@@ -67,6 +67,12 @@ const Env = z.object({
   // The web UI's address as users reach it (https://jarvis.example.com): notifications link to
   // it. Unset: they carry no link.
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  // Who runs this install, told to Web Push services in every push's VAPID signature (mailto: or
+  // https:). Unset: PUBLIC_URL when it is https, else a placeholder address.
+  VAPID_SUBJECT: z
+    .string()
+    .regex(/^(mailto:\S+@\S+|https:\/\/\S+)$/, 'a mailto: address or an https: URL')
+    .optional(),
   // The install's SMTP server, for email channels that bring none of their own. Unset: such
   // channels cannot be saved.
   SMTP_HOST: z.string().min(1).optional(),

@@ -25,9 +25,12 @@ import { installSmtpFromEnv } from './notifications/email-transport';
 import { createNotifyTool } from './notifications/notify-tool';
 import { registerDeliveryHandlers } from './notifications/pipeline/delivery-handlers';
 import { startNotificationPipeline } from './notifications/pipeline/pipeline';
+import { registerPushHandlers } from './notifications/push/push-handlers';
+import { loadVapidKeys, vapidSubject } from './notifications/push/vapid-keys';
 import { loadSecretBox } from './notifications/secret-box';
 import { createEmailSender } from './notifications/senders/email';
 import { createNtfySender } from './notifications/senders/ntfy';
+import { createWebPushSender } from './notifications/senders/web-push';
 import { createWebhookSender } from './notifications/senders/webhook';
 import { registerSettingsHandlers } from './notifications/settings-handlers';
 import { createTelegramBot } from './notifications/telegram/bot';
@@ -80,6 +83,8 @@ await bootService(
     // Before anything reads a channel: a bad JARVIS_SECRET_KEY stops the start with its reason.
     const box = await loadSecretBox(env, logger);
     const installSmtp = installSmtpFromEnv(env);
+    // Made on the first start and kept in the database (sealed with the same box).
+    const vapid = await loadVapidKeys({ pool, box, logger }, vapidSubject(env));
     const telegram = createTelegramBot({
       token: env.TELEGRAM_BOT_TOKEN,
       apiRoot: env.TELEGRAM_API_ROOT,
@@ -92,6 +97,7 @@ await bootService(
         createWebhookSender({ guard }),
         createEmailSender({ guard, installSmtp, timeoutMs: env.NOTIFY_SEND_TIMEOUT_MS }),
         createTelegramSender({ telegram }),
+        createWebPushSender({ pool, guard, vapid, logger }),
       ].map((sender) => [sender.type, sender]),
     );
     const delivery = {
@@ -163,6 +169,7 @@ await bootService(
       smtpTimeoutMs: SAVE_SMTP_TIMEOUT_MS,
     });
     registerDeliveryHandlers({ ...delivery, bus });
+    registerPushHandlers({ bus, pool, guard, logger, publicKey: vapid.publicKey });
     registerTelegramHandlers({ bus, pool, telegram });
     registerScreenshotHandlers({ bus, pool });
     registerDocumentImportHandlers({

@@ -9,6 +9,7 @@ import { forgetApiKey, loadApiKey, saveApiKey } from './key-store';
 import { LoginView } from './login-view';
 import { MemoryView } from './memory-view';
 import { MissionDetailView, MissionsView } from './missions-view';
+import { OfflineBanner } from './offline-banner';
 import { SECTIONS, usePath } from './router';
 import { RunDetailView, RunsView } from './runs-view';
 import { ScheduleDetailView, SchedulesView } from './schedules-view';
@@ -70,6 +71,7 @@ function Shell(props: { onForgetKey: () => void }) {
       </a>
       <header class="topbar">
         <span class="brand">Jarvis</span>
+        <OfflineBanner />
         <StatusHeader />
         <button type="button" class="link-button forget" onClick={props.onForgetKey}>
           Forget key

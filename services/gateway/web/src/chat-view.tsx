@@ -3,7 +3,9 @@ import { useApp } from './app-context';
 import type { ApprovalCard, AssistantEntry, ChatEntry } from './chat-store';
 import { useChatState } from './chat-store';
 import { AppLink, ErrorNotice, StatusBadge } from './components';
+import { ConversationSearch } from './conversation-search';
 import { formatDuration, formatTokens, summariseArguments } from './format';
+import { MarkdownReply } from './markdown-reply';
 import { Screenshot } from './screenshot';
 
 function ToolSteps({ entry }: { entry: AssistantEntry }) {
@@ -96,7 +98,7 @@ function Message({ entry }: { entry: ChatEntry }) {
     <article class="msg msg-assistant" aria-label="Jarvis said" aria-busy={isStreaming}>
       <ToolSteps entry={entry} />
       {entry.text ? (
-        <p class="msg-text">{entry.text}</p>
+        <MarkdownReply text={entry.text} />
       ) : isStreaming ? (
         <p class="typing">Jarvis is thinking…</p>
       ) : null}
@@ -151,6 +153,7 @@ export function ChatView() {
       <h1 id="chat-title" class="visually-hidden">
         Chat
       </h1>
+      <ConversationSearch />
       <div
         class="chat-log"
         role="log"

@@ -12,6 +12,7 @@ import { ME_ENDPOINTS } from './me';
 import { MEMORY_ENDPOINTS } from './memory';
 import { MISSIONS_ENDPOINTS } from './missions';
 import { NOTIFICATIONS_ENDPOINTS } from './notifications';
+import { NOTIFICATIONS_PUSH_ENDPOINTS } from './notifications-push';
 import { RUNS_ENDPOINTS } from './runs';
 import { SCHEDULES_ENDPOINTS } from './schedules';
 import { SCREENSHOTS_ENDPOINTS } from './screenshots';
@@ -32,6 +33,7 @@ export const ENDPOINTS: Endpoint[] = [
   ...MISSIONS_ENDPOINTS,
   ...SCHEDULES_ENDPOINTS,
   ...NOTIFICATIONS_ENDPOINTS,
+  ...NOTIFICATIONS_PUSH_ENDPOINTS,
   ...ME_ENDPOINTS,
   ...KEYS_ENDPOINTS,
   ...ADMIN_ENDPOINTS,

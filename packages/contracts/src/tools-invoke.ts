@@ -18,6 +18,9 @@ export const ToolsInvokeRequest = z.object({
   arguments: z.record(z.string(), z.unknown()),
   runId: Id.optional(),
   conversationId: Id.optional(),
+  // Set when a mission's task made the call: tools that keep files (run_code's workspace) keep
+  // them for the mission rather than for the conversation.
+  missionId: Id.optional(),
   // How long the caller waits; the tool is stopped when it passes.
   timeoutMs: z.number().int().min(1).max(600_000),
 });

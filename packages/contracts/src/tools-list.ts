@@ -9,6 +9,9 @@ export const ToolDescriptor = z.object({
   description: z.string(),
   risk: ToolRisk,
   inputSchema: z.record(z.string(), z.unknown()),
+  // How long a call may take, when the tool needs longer than the caller's default (run_code's
+  // sandbox has its own wall time); the caller still stops it at its turn's deadline.
+  timeoutMs: z.number().int().positive().optional(),
 });
 export type ToolDescriptor = z.infer<typeof ToolDescriptor>;
 

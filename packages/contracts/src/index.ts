@@ -44,6 +44,7 @@ export * from './tools-documents';
 export * from './tools-invoke';
 export * from './tools-list';
 export * from './tools-screenshots';
+export * from './tools-workspaces';
 export * from './turn-event';
 export * from './turn-requested';
 export * from './user-events';

@@ -3,6 +3,7 @@ import { Id, Usage } from './common';
 import { ErrorInfo } from './errors';
 import { ApprovalRequest } from './orchestrator-approvals';
 import { ToolScreenshot } from './tools-screenshots';
+import { ToolFile } from './tools-workspaces';
 
 export const TurnDone = z.object({
   type: z.literal('done'),
@@ -49,6 +50,8 @@ const ToolFinished = z.object({
   durationMs: z.number().int().nonnegative(),
   // The screenshot the tool took (browser_screenshot), for the chat to show.
   screenshot: ToolScreenshot.optional(),
+  // The files the tool wrote (run_code's, in the workspace), for the chat to show or link.
+  files: z.array(ToolFile).optional(),
 });
 
 export const TurnEvent = z.discriminatedUnion('type', [

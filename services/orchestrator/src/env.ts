@@ -33,7 +33,8 @@ const Env = z.object({
   // Guardrails of the tool loop; when one trips, the user is told which.
   // Model calls per turn (each may ask for tools).
   MAX_STEPS_PER_TURN: z.coerce.number().int().min(1).max(100).default(8),
-  // Longest one tool call may take.
+  // Longest one tool call may take, unless the tool declares a time of its own (run_code declares
+  // its sandbox's wall time and more); the turn's deadline cuts both.
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   // Longest a whole turn may take, every model and tool call included.
   TURN_DEADLINE_MS: z.coerce.number().int().min(1_000).default(300_000),

@@ -295,6 +295,7 @@ async function runTaskTurn(
         turnId: task.id,
         userId: task.userId,
         conversationId: mission.conversationId,
+        missionId: mission.id,
         userMessageId: undefined,
         timeZone: undefined,
       },

@@ -8,8 +8,10 @@ import {
   modelChatCancel,
   screenshotOf,
   ToolCall,
+  type ToolFile,
   type ToolScreenshot,
   type TurnEvent,
+  toolFilesOf,
   Usage,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
@@ -39,6 +41,8 @@ export type LoopRun = {
   turnId: string;
   userId: string;
   conversationId: string;
+  // Set for a mission's task: the mission it works for.
+  missionId?: string;
   // The message a turn answers (a mission's task answers none).
   userMessageId: string | undefined;
   // The user's zone, when the run knows it (a mission's task does not).
@@ -382,24 +386,29 @@ async function callTool(
     name: call.name,
     arguments: call.arguments,
   });
-  const timeoutMs = Math.max(Math.min(deps.settings.toolTimeoutMs, deadline - Date.now()), 1);
+  const toolTimeoutMs = tool?.timeoutMs ?? deps.settings.toolTimeoutMs;
+  const timeoutMs = Math.max(Math.min(toolTimeoutMs, deadline - Date.now()), 1);
   const context: ToolContext = {
     userId: run.userId,
     conversationId: run.conversationId,
     runId: run.id,
+    missionId: run.missionId,
     userMessageId: run.userMessageId,
     timeZone: run.timeZone,
     timeoutMs,
   };
   let content: string;
   let error: string | undefined;
-  // Kept whole beside the capped result: the chat and the run view show it.
+  // Kept whole beside the capped result: the chat and the run view show them (a screenshot the
+  // tool took, the files run_code wrote).
   let screenshot: ToolScreenshot | undefined;
+  let files: ToolFile[] | undefined;
   try {
     if (!tool) throw new ToolInputError(`there is no tool named ${call.name}`);
     const result = await withTimeout(tool.run(call.arguments, context), timeoutMs, call.name);
     content = cap(JSON.stringify(result ?? null), deps.settings.toolResultMaxChars);
     screenshot = screenshotOf(result);
+    files = toolFilesOf(result);
   } catch (failure) {
     error = failure instanceof Error ? failure.message : String(failure);
     const isInputError = failure instanceof ToolInputError;
@@ -419,7 +428,11 @@ async function callTool(
     input: tool
       ? call.arguments
       : { requestedTool: cap(call.name, 200), arguments: call.arguments },
-    output: { result: cap(content, 500), ...(screenshot ? { screenshot } : {}) },
+    output: {
+      result: cap(content, 500),
+      ...(screenshot ? { screenshot } : {}),
+      ...(files ? { files } : {}),
+    },
     ...(error === undefined ? {} : { error }),
     startedAt,
     durationMs,
@@ -433,6 +446,7 @@ async function callTool(
     isError: error !== undefined,
     durationMs,
     ...(screenshot ? { screenshot } : {}),
+    ...(files ? { files } : {}),
   });
   return content;
 }

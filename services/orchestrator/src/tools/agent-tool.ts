@@ -5,6 +5,9 @@ export type ToolContext = {
   userId: string;
   conversationId: string;
   runId: string;
+  // The mission whose task the run is: what a tool keeps (run_code's files) is kept for the
+  // mission. Undefined in a turn.
+  missionId: string | undefined;
   // The message that started the turn: provenance of what the tools store (a mission's task
   // answers no message).
   userMessageId: string | undefined;
@@ -18,6 +21,9 @@ export type ToolContext = {
 export type AgentTool = {
   definition: Required<ToolDefinition>;
   risk: 'safe' | 'risky';
+  // How long a call may take when the tool needs longer than the loop's TOOL_TIMEOUT_MS (the
+  // tools service says so for run_code); still cut at the turn's deadline.
+  timeoutMs?: number;
   run(args: Record<string, unknown>, context: ToolContext): Promise<unknown>;
 };
 

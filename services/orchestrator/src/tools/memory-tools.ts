@@ -29,6 +29,7 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
         userId: '',
         conversationId: '',
         runId: '',
+        missionId: undefined,
         userMessageId: '',
         timeZone: undefined,
         timeoutMs: 0,

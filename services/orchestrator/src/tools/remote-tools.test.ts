@@ -100,6 +100,7 @@ const context: ToolContext = {
   userId: randomUUID(),
   conversationId: randomUUID(),
   runId: randomUUID(),
+  missionId: undefined,
   userMessageId: randomUUID(),
   timeZone: undefined,
   timeoutMs: 2_000,
@@ -202,6 +203,29 @@ describe('remote tools', () => {
         timeoutMs: 1_800,
       },
     ]);
+  });
+
+  it("sends a mission task's mission id with its calls", async () => {
+    const { standIn, start } = await setUp();
+    standIn.offered = [descriptor('run_code')];
+    await standIn.serve();
+    const [runCode] = (await start()).withBuiltIn([]);
+    const missionId = randomUUID();
+
+    await runCode?.run({ code: 'print(1)' }, { ...context, missionId });
+
+    expect(standIn.invocations).toEqual([expect.objectContaining({ missionId })]);
+  });
+
+  it('gives a tool the time its descriptor declares, and others none of their own', async () => {
+    const { standIn, start } = await setUp();
+    standIn.offered = [{ ...descriptor('run_code'), timeoutMs: 75_000 }, descriptor('web_fetch')];
+    await standIn.serve();
+
+    const [runCode, webFetch] = (await start()).withBuiltIn([]);
+
+    expect(runCode?.timeoutMs).toBe(75_000);
+    expect(webFetch?.timeoutMs).toBeUndefined();
   });
 
   it('hands the model its mistakes as ToolInputError, and other failures as they are', async () => {

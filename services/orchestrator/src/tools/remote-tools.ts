@@ -97,7 +97,7 @@ export async function startRemoteTools(
         return [];
       }
       const isRisky = descriptor.risk === 'risky' || options.approvalTools.has(descriptor.name);
-      return [remoteTool(bus, definition.data, isRisky ? 'risky' : 'safe')];
+      return [remoteTool(bus, definition.data, isRisky ? 'risky' : 'safe', descriptor.timeoutMs)];
     });
     for (const list of lists) update(list);
     if (!isLoaded || isFailing) {
@@ -138,10 +138,12 @@ function remoteTool(
   bus: Bus,
   definition: AgentTool['definition'],
   risk: AgentTool['risk'],
+  timeoutMs: number | undefined,
 ): AgentTool {
   return {
     definition,
     risk,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
     async run(args, context) {
       const margin = Math.min(REPLY_MARGIN_MS, Math.floor(context.timeoutMs / 10));
       try {
@@ -153,6 +155,7 @@ function remoteTool(
             arguments: args,
             runId: context.runId,
             conversationId: context.conversationId,
+            ...(context.missionId === undefined ? {} : { missionId: context.missionId }),
             timeoutMs: Math.max(context.timeoutMs - margin, 1),
           },
           { timeoutMs: context.timeoutMs },

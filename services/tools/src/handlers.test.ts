@@ -112,12 +112,14 @@ describe('tools.invoke', () => {
   it('runs the tool and answers its result, with the caller as context', async () => {
     const runId = randomUUID();
     const conversationId = randomUUID();
+    const missionId = randomUUID();
     const { client } = await serveTools(
       queryTool('whoami', 'safe', async ({ query }, context) => ({
         query,
         userId: context.userId,
         runId: context.runId,
         conversationId: context.conversationId,
+        missionId: context.missionId,
         skipped: undefined,
       })),
     );
@@ -128,10 +130,13 @@ describe('tools.invoke', () => {
       arguments: { query: 'me' },
       runId,
       conversationId,
+      missionId,
       timeoutMs: 2_000,
     });
 
-    expect(reply).toEqual({ result: { query: 'me', userId: USER_ID, runId, conversationId } });
+    expect(reply).toEqual({
+      result: { query: 'me', userId: USER_ID, runId, conversationId, missionId },
+    });
   });
 
   it('answers arguments that break the schema as bad_request, saying what to fix', async () => {

@@ -31,6 +31,7 @@ export async function invokeTool(
         userId: request.userId,
         runId: request.runId,
         conversationId: request.conversationId,
+        missionId: request.missionId,
         signal: controller.signal,
       }),
       timedOut,

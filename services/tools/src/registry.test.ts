@@ -54,6 +54,18 @@ describe('ToolRegistry', () => {
     });
   });
 
+  it("puts a tool's own time limit in its descriptor, and none when it has none", () => {
+    const registry = new ToolRegistry();
+    registry.register({ ...echoTool('run_code'), timeoutMs: 75_000 });
+    registry.register(echoTool('notify'));
+
+    expect(registry.list().map((tool) => [tool.name, tool.timeoutMs])).toEqual([
+      ['notify', undefined],
+      ['run_code', 75_000],
+    ]);
+    expect('timeoutMs' in (registry.get('notify')?.descriptor ?? {})).toBe(false);
+  });
+
   it('refuses a name registered twice and keeps the first', () => {
     const registry = new ToolRegistry();
     registry.register(echoTool('web_search'));

@@ -6,6 +6,9 @@ export type ToolRunContext = {
   userId: string;
   runId: string | undefined;
   conversationId: string | undefined;
+  // Set when a mission's task made the call: run_code keeps its files in the mission's workspace.
+  // Optional: a call outside a mission need not name it.
+  missionId?: string;
   // Aborted when the call's time is up: a tool stops its work (closes its connections) on it.
   signal: AbortSignal;
 };
@@ -17,6 +20,9 @@ export type Tool<Args> = {
   description: string;
   risk: ToolRisk;
   inputSchema: JSONSchemaType<Args>;
+  // How long a call may take when the caller's default is too short (run_code's wall time);
+  // undefined: the caller's default.
+  timeoutMs?: number;
   run(args: Args, context: ToolRunContext): Promise<unknown>;
 };
 
@@ -46,6 +52,7 @@ export class ToolRegistry {
         description: tool.description,
         risk: tool.risk,
         inputSchema: tool.inputSchema,
+        ...(tool.timeoutMs === undefined ? {} : { timeoutMs: tool.timeoutMs }),
       },
       async call(args, context) {
         if (!validate(args)) throw new BusError('bad_request', describeProblem(validate.errors));

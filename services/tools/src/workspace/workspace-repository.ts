@@ -1,0 +1,175 @@
+import type { WorkspaceFile, WorkspaceKind } from '@jarvis/contracts';
+import { type Pool, type Queryable, withTransaction } from '@jarvis/db';
+
+// The files of conversations' and missions' workspaces (tools.workspace_files). Every statement
+// names the user: another user's workspace id, guessed or leaked, reads as an empty workspace.
+
+export type Workspace = { kind: WorkspaceKind; id: string };
+
+export type NewWorkspaceFile = { path: string; content: Buffer; mediaType: string };
+
+export type StoredWorkspaceFile = { content: Buffer; size: number; mediaType: string };
+
+type FileRow = { path: string; size: number; media_type: string; updated_at: Date };
+
+function toWorkspaceFile(row: FileRow): WorkspaceFile {
+  return {
+    path: row.path,
+    size: row.size,
+    mediaType: row.media_type,
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+// The workspace's files without their bytes, by path.
+export async function listWorkspaceFiles(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+): Promise<WorkspaceFile[]> {
+  const { rows } = await db.query<FileRow>(
+    `SELECT path, size, media_type, updated_at FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3
+     ORDER BY path COLLATE "C"`,
+    [userId, workspace.kind, workspace.id],
+  );
+  return rows.map(toWorkspaceFile);
+}
+
+// One file with its bytes; undefined when the user has none at that path.
+export async function readWorkspaceFile(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+  path: string,
+): Promise<StoredWorkspaceFile | undefined> {
+  const { rows } = await db.query<{ content: Buffer; size: number; media_type: string }>(
+    `SELECT content, size, media_type FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3 AND path = $4`,
+    [userId, workspace.kind, workspace.id, path],
+  );
+  const row = rows[0];
+  return row && { content: row.content, size: row.size, mediaType: row.media_type };
+}
+
+// Bytes of all of the user's workspaces together: what the quota counts.
+export async function workspaceUsage(db: Queryable, userId: string): Promise<number> {
+  const { rows } = await db.query<{ used: string }>(
+    'SELECT coalesce(sum(size), 0) AS used FROM tools.workspace_files WHERE user_id = $1',
+    [userId],
+  );
+  return Number(rows[0]?.used ?? 0);
+}
+
+// Held until the transaction ends: one user's writes (uploads, runs writing back) take turns, so
+// two of them cannot both pass the quota check on the same free space.
+export async function lockUserWorkspaces(db: Queryable, userId: string): Promise<void> {
+  await db.query("SELECT pg_advisory_xact_lock(hashtext('tools.workspaces:' || $1))", [userId]);
+}
+
+// A stored file that `path` cannot sit beside on a file system: one at a folder of `path`
+// ('a' for 'a/b'), or one inside `path` as a folder ('a/b' for 'a'). undefined when none.
+export async function conflictingWorkspacePath(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+  path: string,
+): Promise<string | undefined> {
+  const segments = path.split('/');
+  const folders = segments.slice(1).map((_, index) => segments.slice(0, index + 1).join('/'));
+  const { rows } = await db.query<{ path: string }>(
+    `SELECT path FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3
+       AND (path = ANY($4::text[]) OR starts_with(path, $5))
+     LIMIT 1`,
+    [userId, workspace.kind, workspace.id, folders, `${path}/`],
+  );
+  return rows[0]?.path;
+}
+
+// Writes the file, replacing one at that path. No quota check: callers hold the user's lock and
+// check first (storeWorkspaceFile, the write-back after a run).
+export async function writeWorkspaceFile(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+  file: NewWorkspaceFile,
+): Promise<WorkspaceFile> {
+  const { rows } = await db.query<FileRow>(
+    `INSERT INTO tools.workspace_files (user_id, kind, owner_id, path, content, size, media_type)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (user_id, kind, owner_id, path) DO UPDATE
+       SET content = excluded.content, size = excluded.size, media_type = excluded.media_type,
+           updated_at = now()
+     RETURNING path, size, media_type, updated_at`,
+    [
+      userId,
+      workspace.kind,
+      workspace.id,
+      file.path,
+      file.content,
+      file.content.byteLength,
+      file.mediaType,
+    ],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('the workspace file was not written');
+  return toWorkspaceFile(row);
+}
+
+// Answers whether there was a file to delete.
+export async function deleteWorkspaceFile(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+  path: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3 AND path = $4`,
+    [userId, workspace.kind, workspace.id, path],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export type StoreOutcome =
+  | { outcome: 'stored'; file: WorkspaceFile; isCreated: boolean }
+  | { outcome: 'over_quota'; usedBytes: number }
+  | { outcome: 'conflict'; path: string };
+
+// One file written if the user's quota has room for it (the file it replaces no longer counts)
+// and no stored file stands in its way as a folder or inside it as one.
+export async function storeWorkspaceFile(
+  pool: Pool,
+  userId: string,
+  workspace: Workspace,
+  file: NewWorkspaceFile,
+  quotaBytes: number,
+): Promise<StoreOutcome> {
+  return withTransaction(pool, async (db) => {
+    await lockUserWorkspaces(db, userId);
+    const conflict = await conflictingWorkspacePath(db, userId, workspace, file.path);
+    if (conflict !== undefined) return { outcome: 'conflict', path: conflict };
+    const usedBytes = await workspaceUsage(db, userId);
+    const replacedBytes = await storedSize(db, userId, workspace, file.path);
+    if (usedBytes - (replacedBytes ?? 0) + file.content.byteLength > quotaBytes) {
+      return { outcome: 'over_quota', usedBytes };
+    }
+    const stored = await writeWorkspaceFile(db, userId, workspace, file);
+    return { outcome: 'stored', file: stored, isCreated: replacedBytes === undefined };
+  });
+}
+
+async function storedSize(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+  path: string,
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ size: number }>(
+    `SELECT size FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3 AND path = $4`,
+    [userId, workspace.kind, workspace.id, path],
+  );
+  return rows[0]?.size;
+}

@@ -53,10 +53,14 @@ export function isWorkspacePath(path: string): boolean {
   return segments.length <= WORKSPACE_PATH_MAX_SEGMENTS && segments.every(isWorkspaceSegment);
 }
 
-export const WorkspacePath = z.string().refine(isWorkspacePath, {
-  message:
-    "must be a relative path of 1-16 '/'-separated names (no '.', '..', empty name, backslash or control character)",
-});
+export const WorkspacePath = z
+  .string()
+  .min(1)
+  .max(WORKSPACE_PATH_MAX_CHARS)
+  .refine(isWorkspacePath, {
+    message:
+      "must be a relative path of 1-16 '/'-separated names (no '.', '..', empty name, backslash or control character)",
+  });
 
 export const WorkspaceFile = z.object({
   path: WorkspacePath,
@@ -202,3 +206,21 @@ export const toolsWorkspacesDelete = defineRpc(
   ToolsWorkspacesDeleteRequest,
   ToolsWorkspacesDeleteResponse,
 );
+
+// The path of /v1/workspaces/{kind}/{id}/files.
+export const WorkspaceParams = z.strictObject({ kind: WorkspaceKind, id: Id });
+
+// The path of /v1/workspaces/{kind}/{id}/files/{path}. `path` spans several segments of the URL
+// (its '/'s are the URL's own), each percent-encoded: an encoded '/' (%2F) is refused, as it
+// would otherwise name another file than the segments say.
+export const WorkspaceFileParams = WorkspaceParams.extend({
+  path: WorkspacePath.meta({
+    description:
+      "The file's path in the workspace: names separated by '/' (sent as '/', not %2F), each " +
+      "percent-encoded; no '.', '..' or empty name.",
+  }),
+});
+
+// PUT /v1/workspaces/{kind}/{id}/files/{path}'s answer.
+export const WorkspaceFilePutResponse = z.object({ file: WorkspaceFile });
+export type WorkspaceFilePutResponse = z.infer<typeof WorkspaceFilePutResponse>;

@@ -63,6 +63,9 @@ const Env = z.object({
     .int()
     .min(1_024)
     .default(25 * 1_024 * 1_024),
+  // Largest file PUT /v1/workspaces/{kind}/{id}/files/{path} takes, in MiB: refused here before
+  // it reaches the tools service, whose own WORKSPACE_FILE_MAX_MB bounds what it keeps.
+  WORKSPACE_FILE_MAX_MB: z.coerce.number().int().min(1).default(25),
   // Longest a chat request waits for its reply before answering 504 (the turn goes on).
   TURN_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(180_000),
   // Longest wait for a service to accept a request before answering 503/504.

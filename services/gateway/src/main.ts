@@ -38,6 +38,7 @@ await bootService(
         bodyLimitBytes: env.BODY_LIMIT_BYTES,
         importBodyLimitBytes: env.IMPORT_BODY_LIMIT_BYTES,
         documentUploadMaxBytes: env.DOCUMENT_UPLOAD_MAX_BYTES,
+        workspaceFileMaxBytes: env.WORKSPACE_FILE_MAX_MB * 1_024 * 1_024,
         submitTimeoutMs: env.SERVICE_TIMEOUT_MS,
         turnTimeoutMs: env.TURN_TIMEOUT_MS,
         rateLimit: {

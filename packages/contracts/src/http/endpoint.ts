@@ -20,6 +20,9 @@ export type GatewayHandler =
   | 'importMemory'
   | 'ingestDocument'
   | 'getScreenshot'
+  | 'getWorkspaceFile'
+  | 'putWorkspaceFile'
+  | 'deleteWorkspaceFile'
   | 'decideApproval'
   | 'listKeys'
   | 'createKey'
@@ -61,6 +64,9 @@ export type Endpoint = {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   // The full path, with OpenAPI's {name} for each path parameter.
   path: string;
+  // The last path parameter, when it spans several segments (a file path in a workspace, with
+  // its '/'s): the gateway mounts it as a wildcard, and its handler reads it.
+  multiSegmentParam?: string;
   summary: string;
   description?: string;
   tag: string;

@@ -32,14 +32,15 @@ function stackOf(handle: unknown): unknown[] | undefined {
   return Array.isArray(stack) ? stack : undefined;
 }
 
-// Every route mounted under `prefix`, as "METHOD /path/{param}", through nested routers.
+// Every route mounted under `prefix`, as "METHOD /path/{param}" (a wildcard `*param` too),
+// through nested routers.
 function mountedRoutes(stack: unknown[], prefix: string): string[] {
   return stack.flatMap((entry) => {
     const layer = Layer.parse(entry);
     if (layer.route) {
       const path = `${prefix}/${layer.route.path}`.replace(/\/+/g, '/').replace(/\/$/, '');
       return Object.keys(layer.route.methods).map(
-        (method) => `${method.toUpperCase()} ${path.replace(/:(\w+)/g, '{$1}')}`,
+        (method) => `${method.toUpperCase()} ${path.replace(/[:*](\w+)/g, '{$1}')}`,
       );
     }
     const inner = stackOf(layer.handle);

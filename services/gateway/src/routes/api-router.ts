@@ -24,6 +24,7 @@ import { createKeysHandlers } from './keys-handlers';
 import { createMeHandlers } from './me-handlers';
 import { createMemoryHandlers } from './memory-handlers';
 import { createScreenshotsHandlers } from './screenshots-handlers';
+import { createWorkspacesHandlers } from './workspaces-handlers';
 
 export type ApiDeps = {
   bus: Bus;
@@ -32,6 +33,8 @@ export type ApiDeps = {
   importBodyLimitBytes: number;
   // Largest file POST /v1/memory/documents takes as a form (DOCUMENT_UPLOAD_MAX_BYTES).
   documentUploadMaxBytes: number;
+  // Largest file PUT /v1/workspaces/{kind}/{id}/files/{path} takes (WORKSPACE_FILE_MAX_MB).
+  workspaceFileMaxBytes: number;
   submitTimeoutMs: number;
   turnTimeoutMs: number;
   rateLimit: RateLimitDeps;
@@ -44,10 +47,16 @@ export type ApiDeps = {
   grafanaUrl?: string | undefined;
 };
 
-// Express's form of a declared path, relative to /v1, where the router is mounted.
+// Express's form of a declared path, relative to /v1, where the router is mounted: a parameter
+// that spans several segments is a wildcard (`*name`, which express hands over as the list of
+// its segments).
 function routePathOf(endpoint: Endpoint): string {
   if (!endpoint.path.startsWith('/v1/')) throw new Error(`${endpoint.path} is not under /v1`);
-  return endpoint.path.slice('/v1'.length).replace(/\{(\w+)\}/g, ':$1');
+  return endpoint.path
+    .slice('/v1'.length)
+    .replace(/\{(\w+)\}/g, (_match, name: string) =>
+      name === endpoint.multiSegmentParam ? `*${name}` : `:${name}`,
+    );
 }
 
 // Every endpoint under /v1, mounted from its declaration in @jarvis/contracts: the guard its
@@ -65,6 +74,7 @@ export function createApiRouter(deps: ApiDeps): Router {
     ...createConversationsHandlers(deps),
     ...createMemoryHandlers(deps),
     ...createScreenshotsHandlers(deps),
+    ...createWorkspacesHandlers(deps),
     ...createKeysHandlers({ ...deps, json }),
     ...createMeHandlers({ ...deps, json, grafanaUrl: deps.grafanaUrl }),
     ...createAlertsHandlers({ bus: deps.bus, json, grafanaUrl: deps.grafanaUrl }),

@@ -1,11 +1,9 @@
-import { type BlobStore, type Bus, openBlobStore } from '@jarvis/bus';
+import type { BlobStore, Bus } from '@jarvis/bus';
 import {
   DocumentIngestBody,
   DocumentUploadForm,
   type GatewayHandler,
   memoryDocumentsIngest,
-  UPLOADS_BUCKET,
-  UPLOADS_TTL_MS,
 } from '@jarvis/contracts';
 import { HttpError } from '@jarvis/service-kit';
 import type { RequestHandler, Response } from 'express';
@@ -20,6 +18,7 @@ import {
 import { exportMemoryLines } from '../services/memory-export';
 import { importMemory } from '../services/memory-import';
 import { requestLines } from '../services/request-lines';
+import { lazyUploadsBucket } from '../services/uploads-bucket';
 import { parseBody } from './parse-body';
 
 export type MemoryHandlersDeps = {
@@ -83,7 +82,7 @@ export function createMemoryHandlers(
   Extract<GatewayHandler, 'exportMemory' | 'importMemory' | 'ingestDocument'>,
   RequestHandler[]
 > {
-  const uploads = lazyBlobStore(deps.bus);
+  const uploads = lazyUploadsBucket(deps.bus);
   return {
     exportMemory: [
       async (req, res) => {
@@ -173,20 +172,5 @@ export function createMemoryHandlers(
         res.status(201).json(ingested);
       },
     ],
-  };
-}
-
-// The uploads bucket, opened on the first upload (not at boot: a gateway that takes no uploads
-// needs no object store) and again after a failed attempt.
-function lazyBlobStore(bus: Bus): () => Promise<BlobStore> {
-  let opening: Promise<BlobStore> | undefined;
-  return () => {
-    opening ??= openBlobStore(bus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS }).catch(
-      (error: unknown) => {
-        opening = undefined;
-        throw error;
-      },
-    );
-    return opening;
   };
 }

@@ -61,6 +61,8 @@ type HarnessOptions = {
   grafanaUrl?: string;
   // DOCUMENT_UPLOAD_MAX_BYTES; the production default unless a test sets its own.
   documentUploadMaxBytes?: number;
+  // WORKSPACE_FILE_MAX_MB, in bytes; the production default unless a test sets its own.
+  workspaceFileMaxBytes?: number;
 };
 
 type Stopper = () => unknown;
@@ -141,6 +143,7 @@ async function startHarness(
     bodyLimitBytes: 256 * 1_024,
     importBodyLimitBytes: 32 * 1_024 * 1_024,
     documentUploadMaxBytes: options.documentUploadMaxBytes ?? 25 * 1_024 * 1_024,
+    workspaceFileMaxBytes: options.workspaceFileMaxBytes ?? 25 * 1_024 * 1_024,
     submitTimeoutMs: 5_000,
     turnTimeoutMs: 30_000,
     stopping: service.stopping,

@@ -17,6 +17,7 @@ import { RUNS_ENDPOINTS } from './runs';
 import { SCHEDULES_ENDPOINTS } from './schedules';
 import { SCREENSHOTS_ENDPOINTS } from './screenshots';
 import { USAGE_ENDPOINTS } from './usage';
+import { WORKSPACES_ENDPOINTS } from './workspaces';
 
 // Every endpoint the gateway serves under /v1, in the order the OpenAPI document lists them.
 export const ENDPOINTS: Endpoint[] = [
@@ -29,6 +30,7 @@ export const ENDPOINTS: Endpoint[] = [
   ...USAGE_ENDPOINTS,
   ...RUNS_ENDPOINTS,
   ...SCREENSHOTS_ENDPOINTS,
+  ...WORKSPACES_ENDPOINTS,
   ...APPROVALS_ENDPOINTS,
   ...MISSIONS_ENDPOINTS,
   ...SCHEDULES_ENDPOINTS,

@@ -5,6 +5,7 @@ import { startToolsDatabase } from '../tools-database-fixture';
 import {
   deleteWorkspaceFile,
   listWorkspaceFiles,
+  lockUserWorkspaces,
   readWorkspaceFile,
   storeWorkspaceFile,
   type Workspace,
@@ -147,20 +148,35 @@ describe('workspace repository', () => {
     expect((await store('a/bc')).outcome).toBe('stored');
   });
 
-  it('lets only one of two concurrent writes have the last free bytes', async () => {
+  it('makes a write wait for another one of the same user before it counts the quota', async () => {
     const userId = randomUUID();
-    const outcomes = await Promise.all(
-      ['one', 'two', 'three'].map((path) =>
-        storeWorkspaceFile(
-          db.pool,
-          userId,
-          conversation(),
-          { path, content: Buffer.alloc(60), mediaType: 'application/octet-stream' },
-          100,
-        ),
-      ),
-    );
-    expect(outcomes.filter((outcome) => outcome.outcome === 'stored')).toHaveLength(1);
+    const writer = await db.pool.connect();
+    try {
+      // A write in flight: 60 of the 100 bytes taken, not committed yet.
+      await writer.query('BEGIN');
+      await lockUserWorkspaces(writer, userId);
+      await writeWorkspaceFile(writer, userId, conversation(), {
+        path: 'first',
+        content: Buffer.alloc(60),
+        mediaType: 'application/octet-stream',
+      });
+      let isSettled = false;
+      const second = storeWorkspaceFile(
+        db.pool,
+        userId,
+        conversation(),
+        { path: 'second', content: Buffer.alloc(60), mediaType: 'application/octet-stream' },
+        100,
+      ).finally(() => {
+        isSettled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(isSettled).toBe(false);
+      await writer.query('COMMIT');
+      expect(await second).toEqual({ outcome: 'over_quota', usedBytes: 60 });
+    } finally {
+      writer.release();
+    }
     expect(await workspaceUsage(db.pool, userId)).toBe(60);
   });
 });

@@ -72,3 +72,36 @@ describe('tools settings: web search', () => {
     });
   });
 });
+
+describe('tools settings: sandbox', () => {
+  it("has the issue's limits by default, run as nobody from a directory under the system's temp", () => {
+    const env = loadEnv({});
+
+    expect(env).toMatchObject({
+      SANDBOX_ENABLED: true,
+      SANDBOX_BWRAP: 'bwrap',
+      SANDBOX_USER: 'nobody',
+      SANDBOX_CPU_SECONDS: 30,
+      SANDBOX_WALL_MS: 60_000,
+      SANDBOX_MEMORY_MB: 512,
+      SANDBOX_PROCESSES: 64,
+      SANDBOX_OUTPUT_BYTES: 1_048_576,
+      SANDBOX_DISK_MB: 256,
+      SANDBOX_MAX_CONCURRENT: 4,
+    });
+    expect(env.SANDBOX_DIR).toMatch(/jarvis-sandbox$/);
+  });
+
+  it('turns the sandbox off with SANDBOX_ENABLED=false', () => {
+    expect(loadEnv({ SANDBOX_ENABLED: 'false' }).SANDBOX_ENABLED).toBe(false);
+  });
+
+  it.each([
+    ['SANDBOX_ENABLED', 'maybe'],
+    ['SANDBOX_PROCESSES', '4'],
+    ['SANDBOX_MEMORY_MB', '16'],
+    ['SANDBOX_MAX_CONCURRENT', '0'],
+  ])('refuses %s=%s at boot', (name, value) => {
+    expect(refusal({ [name]: value }).code).toBe('exit 78');
+  });
+});

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OutboundAllowedHosts } from '@jarvis/net-guard';
 import { baseEnvShape, databaseEnvShape, parseEnv, redisEnvShape } from '@jarvis/service-kit';
 import { z } from 'zod';
@@ -106,6 +108,29 @@ const Env = z.object({
   NOTIFY_MAX_ATTEMPTS: Count.default(10),
   // Days a browser screenshot is kept before it is deleted (the chat and run view then show none).
   SCREENSHOT_RETENTION_DAYS: Count.default(30),
+  // false: the agent has no run_code tool. When true but bwrap cannot make its sandbox here, the
+  // service says why at start and offers no run_code either.
+  SANDBOX_ENABLED: z.stringbool().default(true),
+  // The bubblewrap binary run_code's sandbox is made with.
+  SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
+  // Where each run's directory (scratch, workspace copy, code) is made and removed again.
+  SANDBOX_DIR: z.string().min(1).default(join(tmpdir(), 'jarvis-sandbox')),
+  // The user the sandbox runs as when the service runs as root (bwrap runs unprivileged).
+  SANDBOX_USER: z.string().min(1).default('nobody'),
+  // CPU seconds each process of a run may use.
+  SANDBOX_CPU_SECONDS: Count.default(30),
+  // Longest one run takes, from start to its last process killed.
+  SANDBOX_WALL_MS: z.coerce.number().int().min(1_000).default(60_000),
+  // Memory of a whole run, all its processes together (MiB).
+  SANDBOX_MEMORY_MB: z.coerce.number().int().min(64).default(512),
+  // Processes and threads a run may have at once.
+  SANDBOX_PROCESSES: z.coerce.number().int().min(16).default(64),
+  // Bytes of stdout and stderr together a run may print; past it the run is stopped.
+  SANDBOX_OUTPUT_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+  // Bytes a run may add to its directory (scratch and workspace), in MiB.
+  SANDBOX_DISK_MB: Count.default(256),
+  // Runs at once over all calls; more wait in a queue for as long as their call may take.
+  SANDBOX_MAX_CONCURRENT: Count.default(4),
 });
 export type Env = z.infer<typeof Env>;
 

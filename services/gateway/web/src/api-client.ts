@@ -18,11 +18,15 @@ export type ApiClient = {
   send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T>;
   // The raw response (after the status check), for streams.
   open(path: string, init: RequestInit): Promise<Response>;
-  // A multipart POST (a file upload), with the share of the body sent so far (0 to 1).
-  upload<T>(path: string, form: FormData, options?: UploadOptions): Promise<T>;
+  // A file upload, with the share of the body sent so far (0 to 1): a multipart POST, or a
+  // file's own bytes as the body of a PUT.
+  upload<T>(path: string, body: FormData | Blob, options?: UploadOptions): Promise<T>;
 };
 
 type UploadOptions = {
+  method?: 'POST' | 'PUT';
+  // A raw body's type; a form sets its own (multipart, with its boundary).
+  contentType?: string;
   onProgress?: (sentShare: number) => void;
   signal?: AbortSignal;
 };
@@ -80,12 +84,13 @@ export function createApiClient(apiKey: string, onUnauthorized: () => void): Api
 
   // XMLHttpRequest rather than fetch: fetch tells nothing of a request body's progress, and a
   // 25 MiB file on a slow uplink takes long enough that the user should see it move.
-  function upload<T>(path: string, form: FormData, options: UploadOptions = {}): Promise<T> {
+  function upload<T>(path: string, body: FormData | Blob, options: UploadOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const request = new XMLHttpRequest();
-      request.open('POST', path);
+      request.open(options.method ?? 'POST', path);
       request.setRequestHeader('authorization', `Bearer ${apiKey}`);
       request.setRequestHeader('accept', 'application/json');
+      if (options.contentType) request.setRequestHeader('content-type', options.contentType);
       request.upload.addEventListener('progress', (event) => {
         if (event.lengthComputable && event.total > 0) {
           options.onProgress?.(event.loaded / event.total);
@@ -105,7 +110,7 @@ export function createApiClient(apiKey: string, onUnauthorized: () => void): Api
         reject(new DOMException('the upload was cancelled', 'AbortError')),
       );
       options.signal?.addEventListener('abort', () => request.abort(), { once: true });
-      request.send(form);
+      request.send(body);
     });
   }
 

@@ -5,7 +5,9 @@ import type {
   HistoryMessage,
   MemoryConversationsListResponse,
   MemoryMessagesListResponse,
+  RunStep,
   RunsGetResponse,
+  ToolFile,
   ToolScreenshot,
   Usage,
   UserEvent,
@@ -16,6 +18,7 @@ import { sendChatMessage } from './chat-stream';
 import { summariseArguments } from './format';
 import { asScreenshot } from './screenshot';
 import type { UserEventsFeed } from './user-events';
+import { asToolFiles } from './workspace-files';
 
 type ToolStep = {
   id: string;
@@ -25,6 +28,8 @@ type ToolStep = {
   durationMs?: number;
   // What the tool took a picture of (browser_screenshot), shown under the steps.
   screenshot?: ToolScreenshot;
+  // The files it wrote in the workspace (run_code), shown or linked under the steps.
+  files?: ToolFile[];
 };
 
 export type ApprovalCard = ApprovalRequest & {
@@ -61,6 +66,9 @@ export type ChatState = {
   history: HistoryState;
   // Cursor of the next older page of history (a message sequence); absent when there is none.
   olderCursor?: number;
+  // The conversation the chat shows, once known (none before the user's first message): its
+  // workspace is the one the chat's files panel shows.
+  conversationId?: string;
   notice?: string;
 };
 
@@ -105,30 +113,46 @@ function toEntry(message: HistoryMessage): ChatEntry | undefined {
   };
 }
 
-// The screenshots a run's tools took, as steps to show, except those already shown: an answer
-// that came as JSON (after an approval, or from a server that does not stream) brought no
-// tool_finished events to carry them. Best effort: without the run, the reply still shows.
-async function screenshotStepsOf(
+// What a tool step made that the chat shows (a screenshot, files), as identities: a step of a
+// run whose every such thing is already shown is not shown again.
+function shownThingsOf(step: Pick<ToolStep, 'screenshot' | 'files'>): string[] {
+  return [
+    ...(step.screenshot ? [step.screenshot.id] : []),
+    ...(step.files ?? []).map((file) => `${file.size} ${file.url ?? file.path}`),
+  ];
+}
+
+function toMediaStep(step: RunStep): ToolStep | undefined {
+  if (step.kind !== 'tool') return undefined;
+  const screenshot = asScreenshot(step.output.screenshot);
+  const files = asToolFiles(step.output.files);
+  if (!screenshot && !files) return undefined;
+  return {
+    id: step.id,
+    name: step.name,
+    summary: summariseArguments(step.input),
+    status: step.status === 'ok' ? 'ok' : 'error',
+    durationMs: step.durationMs,
+    ...(screenshot ? { screenshot } : {}),
+    ...(files ? { files } : {}),
+  };
+}
+
+// The screenshots a run's tools took and the files they wrote, as steps to show, except those
+// already shown: an answer that came as JSON (after an approval, or from a server that does not
+// stream) brought no tool_finished events to carry them. Best effort: without the run, the reply
+// still shows.
+async function mediaStepsOf(
   client: ApiClient,
   runId: string,
   shown: Set<string>,
 ): Promise<ToolStep[]> {
   try {
     const { run } = await client.get<RunsGetResponse>(`/v1/runs/${encodeURIComponent(runId)}`);
-    return run.steps.flatMap((step): ToolStep[] => {
-      const screenshot = step.kind === 'tool' ? asScreenshot(step.output.screenshot) : undefined;
-      if (!screenshot || shown.has(screenshot.id)) return [];
-      return [
-        {
-          id: step.id,
-          name: step.name,
-          summary: summariseArguments(step.input),
-          status: step.status === 'ok' ? 'ok' : 'error',
-          durationMs: step.durationMs,
-          screenshot,
-        },
-      ];
-    });
+    return run.steps
+      .map(toMediaStep)
+      .filter((step) => step !== undefined)
+      .filter((step) => shownThingsOf(step).some((thing) => !shown.has(thing)));
   } catch {
     return [];
   }
@@ -153,16 +177,14 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
     });
   }
 
-  // Adds to a reply the screenshots its run took that the chat has not shown yet.
-  async function addRunScreenshots(key: string, runId: string): Promise<void> {
+  // Adds to a reply the screenshots and files of its run that the chat has not shown yet.
+  async function addRunMedia(key: string, runId: string): Promise<void> {
     const shown = new Set(
       state.entries.flatMap((entry) =>
-        entry.kind === 'assistant'
-          ? entry.tools.flatMap((tool) => (tool.screenshot ? [tool.screenshot.id] : []))
-          : [],
+        entry.kind === 'assistant' ? entry.tools.flatMap(shownThingsOf) : [],
       ),
     );
-    const steps = await screenshotStepsOf(client, runId, shown);
+    const steps = await mediaStepsOf(client, runId, shown);
     if (steps.length === 0) return;
     updateAssistant(key, (entry) => ({ ...entry, tools: [...entry.tools, ...steps] }));
   }
@@ -188,6 +210,7 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
       withQuery('/v1/conversations', { limit: 1 }),
     );
     conversationId = list.defaultConversationId;
+    if (conversationId) setState({ conversationId });
     return conversationId;
   }
 
@@ -334,18 +357,23 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
                 tools: entry.tools.map((tool) => {
                   if (tool.id !== event.toolCallId) return tool;
                   const screenshot = asScreenshot(event.screenshot);
+                  const files = asToolFiles(event.files);
                   return {
                     ...tool,
                     status: event.isError ? 'error' : 'ok',
                     durationMs: event.durationMs,
                     ...(screenshot ? { screenshot } : {}),
+                    ...(files ? { files } : {}),
                   };
                 }),
               })),
           },
         );
         // The first message of all creates the persistent conversation.
-        conversationId ??= outcome.conversationId;
+        if (!conversationId) {
+          conversationId = outcome.conversationId;
+          setState({ conversationId });
+        }
         updateAssistant(replyKey, (entry) => ({
           ...entry,
           text: outcome.reply,
@@ -354,7 +382,7 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
           usage: outcome.usage,
           ...(outcome.approval ? { approval: { ...outcome.approval, state: 'pending' } } : {}),
         }));
-        if (!outcome.isStreamed) void addRunScreenshots(replyKey, outcome.runId);
+        if (!outcome.isStreamed) void addRunMedia(replyKey, outcome.runId);
       } catch (error) {
         updateAssistant(replyKey, (entry) => ({
           ...entry,
@@ -405,7 +433,7 @@ export function createChatStore(client: ApiClient, events: UserEventsFeed): Chat
             },
           ],
         });
-        void addRunScreenshots(replyKey, response.runId);
+        void addRunMedia(replyKey, response.runId);
         return response.reply.content;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);

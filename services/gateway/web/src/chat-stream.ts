@@ -8,7 +8,7 @@ type ToolFinished = Extract<TurnEvent, { type: 'tool_finished' }>;
 type ToolStartedEvent = Pick<ToolStarted, 'toolCallId' | 'name' | 'arguments'>;
 type ToolFinishedEvent = Pick<
   ToolFinished,
-  'toolCallId' | 'name' | 'isError' | 'durationMs' | 'screenshot'
+  'toolCallId' | 'name' | 'isError' | 'durationMs' | 'screenshot' | 'files'
 >;
 
 export type ChatStreamHandlers = {

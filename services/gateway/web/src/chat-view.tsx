@@ -7,6 +7,8 @@ import { ConversationSearch } from './conversation-search';
 import { formatDuration, formatTokens, summariseArguments } from './format';
 import { MarkdownReply } from './markdown-reply';
 import { Screenshot } from './screenshot';
+import { ToolFiles } from './workspace-file';
+import { WorkspacePanel } from './workspace-panel';
 
 function ToolSteps({ entry }: { entry: AssistantEntry }) {
   if (entry.tools.length === 0) return null;
@@ -16,6 +18,11 @@ function ToolSteps({ entry }: { entry: AssistantEntry }) {
       {entry.tools.map((tool) =>
         tool.screenshot ? (
           <Screenshot key={tool.id} shot={tool.screenshot} label={`Screenshot by ${tool.name}`} />
+        ) : null,
+      )}
+      {entry.tools.map((tool) =>
+        tool.files ? (
+          <ToolFiles key={`files-${tool.id}`} files={tool.files} toolName={tool.name} />
         ) : null,
       )}
     </>
@@ -134,6 +141,15 @@ export function ChatView() {
     if (element && isAtBottom.current) element.scrollTop = element.scrollHeight;
   }, [state.entries]);
 
+  // Grows as the chat's tools write files: the open files panel reads the workspace again.
+  const filesWritten = state.entries.reduce(
+    (count, entry) =>
+      entry.kind === 'assistant'
+        ? entry.tools.reduce((sum, tool) => sum + (tool.files?.length ?? 0), count)
+        : count,
+    0,
+  );
+
   const last = state.entries.at(-1);
   const canStop = last?.kind === 'assistant' && last.status === 'streaming' && !!last.turnId;
 
@@ -154,6 +170,14 @@ export function ChatView() {
         Chat
       </h1>
       <ConversationSearch />
+      {state.conversationId ? (
+        <WorkspacePanel
+          kind="conversation"
+          id={state.conversationId}
+          title="Files"
+          version={filesWritten}
+        />
+      ) : null}
       <div
         class="chat-log"
         role="log"

@@ -1,13 +1,16 @@
-import type { Mission, MissionResponse, MissionStatus } from '@jarvis/contracts';
+import type { Mission, MissionResponse, MissionStatus, MissionTaskStatus } from '@jarvis/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { withQuery } from './api-client';
 import { useApp } from './app-context';
 import { AppLink, ErrorNotice, Loading, MetaList, PageHeader, StatusBadge } from './components';
 import { formatCost, formatDateTime, formatTokens, truncate } from './format';
 import { useResource } from './use-resource';
+import { WorkspacePanel } from './workspace-panel';
 
 const ACTIVE: MissionStatus[] = ['planning', 'running', 'reporting'];
 const REFRESH_MS = 5_000;
+// A task that ended may have written files: the files panel reads the workspace again.
+const FINISHED: MissionTaskStatus[] = ['completed', 'failed'];
 
 export function MissionDetailView({ id }: { id: string }) {
   const { client } = useApp();
@@ -89,6 +92,14 @@ export function MissionDetailView({ id }: { id: string }) {
           </li>
         ))}
       </ol>
+      <h2>Files</h2>
+      <WorkspacePanel
+        kind="mission"
+        id={detail.id}
+        title="The mission's workspace"
+        isOpenAtFirst
+        version={detail.tasks.filter((task) => FINISHED.includes(task.status)).length}
+      />
       {detail.report ? (
         <>
           <h2>Report</h2>

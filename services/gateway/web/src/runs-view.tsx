@@ -23,6 +23,8 @@ import { asScreenshot, Screenshot } from './screenshot';
 import { traceExploreUrl } from './trace-link';
 import { useMe } from './use-me';
 import { useResource } from './use-resource';
+import { ToolFiles } from './workspace-file';
+import { asToolFiles } from './workspace-files';
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'waiting_approval', 'completed', 'failed'];
 const PAGE = 30;
@@ -53,6 +55,12 @@ function CopyButton({ text }: { text: string }) {
 function StepScreenshot({ step }: { step: RunStep }) {
   const shot = step.kind === 'tool' ? asScreenshot(step.output.screenshot) : undefined;
   return shot ? <Screenshot shot={shot} label={`Screenshot by ${step.name}`} /> : null;
+}
+
+// A tool step that wrote workspace files (run_code) shows its pictures and links the rest.
+function StepFiles({ step }: { step: RunStep }) {
+  const files = step.kind === 'tool' ? asToolFiles(step.output.files) : undefined;
+  return files ? <ToolFiles files={files} toolName={step.name} /> : null;
 }
 
 export function RunDetailView({ id }: { id: string }) {
@@ -147,6 +155,7 @@ export function RunDetailView({ id }: { id: string }) {
             </p>
             {step.error ? <ErrorNotice message={step.error} /> : null}
             <StepScreenshot step={step} />
+            <StepFiles step={step} />
             <details>
               <summary>Input and output</summary>
               <h3>Input</h3>

@@ -1,8 +1,8 @@
 import type { ToolScreenshot } from '@jarvis/contracts';
-import { useEffect, useState } from 'preact/hooks';
 import { type ApiClient, ApiError } from './api-client';
 import { useApp } from './app-context';
 import { ErrorNotice, Loading } from './components';
+import { createBlobCache, useObjectUrl } from './object-url';
 
 // The API's own address of one screenshot, and nothing else: the path is fetched with the
 // user's key, so a path that named another host (or another endpoint) would send the key there.
@@ -27,26 +27,13 @@ export function asScreenshot(value: unknown): ToolScreenshot | undefined {
   return { id, path, width, height };
 }
 
-// Screenshots fetched this session, by path. The endpoint lets no cache keep them (a page may
-// show private data), so this one, in memory only, spares a second download when the chat
-// redraws or a run is opened again. Bounded: the oldest goes first.
-const CACHE_MAX = 40;
-const cache = new Map<string, Promise<Blob>>();
+// Screenshot ids are never reused: a cached PNG is never stale.
+const cache = createBlobCache(40);
 
 function loadScreenshot(client: ApiClient, path: string): Promise<Blob> {
-  const cached = cache.get(path);
-  if (cached) return cached;
-  const loading = client
-    .open(path, { headers: { accept: 'image/png' } })
-    .then((response) => response.blob());
-  // A failure is not kept: the next view asks again.
-  loading.catch(() => cache.delete(path));
-  cache.set(path, loading);
-  if (cache.size > CACHE_MAX) {
-    const oldest = cache.keys().next().value;
-    if (oldest !== undefined) cache.delete(oldest);
-  }
-  return loading;
+  return cache.load(path, () =>
+    client.open(path, { headers: { accept: 'image/png' } }).then((response) => response.blob()),
+  );
 }
 
 function describeFailure(failure: unknown): string {
@@ -56,35 +43,14 @@ function describeFailure(failure: unknown): string {
   return failure instanceof Error ? failure.message : String(failure);
 }
 
-// An <img> cannot send the key, so the PNG is fetched with it and shown through an object URL
-// (the page's policy allows blob: images, which only this page can make). The URL is revoked
-// when the picture leaves the page.
 export function Screenshot(props: { shot: ToolScreenshot; label: string }) {
   const { client } = useApp();
   const { shot } = props;
-  const [url, setUrl] = useState<string | undefined>();
-  const [error, setError] = useState<string | undefined>();
-
-  useEffect(() => {
-    let isCurrent = true;
-    let objectUrl: string | undefined;
-    setUrl(undefined);
-    setError(undefined);
-    loadScreenshot(client, shot.path).then(
-      (blob) => {
-        if (!isCurrent) return;
-        objectUrl = URL.createObjectURL(blob);
-        setUrl(objectUrl);
-      },
-      (failure: unknown) => {
-        if (isCurrent) setError(describeFailure(failure));
-      },
-    );
-    return () => {
-      isCurrent = false;
-      if (objectUrl) URL.revokeObjectURL(objectUrl);
-    };
-  }, [client, shot.path]);
+  const { url, error } = useObjectUrl(
+    shot.path,
+    () => loadScreenshot(client, shot.path),
+    describeFailure,
+  );
 
   return (
     <figure class="screenshot">

@@ -1,9 +1,11 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { directoryBytes, sampleBox } from './box-processes';
+import type { Readable } from 'node:stream';
+import { directoryBytes } from './box-processes';
+import { createBoxKiller, type SandboxLimit, watchBox } from './box-watchdog';
 import type { SandboxLimits } from './bwrap-command';
 
-export type SandboxLimit = 'cpu' | 'wall' | 'memory' | 'processes' | 'output';
+export type { SandboxLimit } from './box-watchdog';
 
 export type SandboxResult = {
   stdout: string;
@@ -27,15 +29,6 @@ export type BoxRunRequest = {
 // read it at /proc/1/environ: so bwrap gets no variable of the service, only a PATH to find it.
 const HOST_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 
-const PROCESS_POLL_MS = 100;
-const DISK_POLL_MS = 500;
-// A box held at its process ceiling this long is a fork bomb (or failing like one: every fork
-// it tries is refused); it is stopped rather than left to burn the CPU until the wall time.
-const PROCESS_CEILING_MS = 1_000;
-// After the box's processes were killed, bwrap exits by itself once its PID namespace is gone;
-// this is how long it gets before it is killed too.
-const BWRAP_EXIT_GRACE_MS = 2_000;
-
 // What interpreters print when an allocation failed, and when a fork or thread was refused.
 const MEMORY_FAILURE =
   /MemoryError|JavaScript heap out of memory|Cannot allocate memory|allocation failed|std::bad_alloc|out of memory/i;
@@ -46,33 +39,41 @@ const STDERR_TAIL_CHARS = 4_000;
 
 type StopReason = SandboxLimit | 'aborted';
 
+// bwrap as spawned: stdin is /dev/null, stdout and stderr are pipes.
+type BwrapProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+type Ending = { code: number | null; signal: NodeJS.Signals | null; endedAt: number };
+
 function signalName(number: number): string | undefined {
   return Object.entries(constants.signals).find(([, value]) => value === number)?.[0];
 }
 
-function createOutputCapture(limitBytes: number, onOverflow: () => void) {
+// stdout and stderr together up to the output limit; past it `onOverflow` stops the box.
+function captureOutput(child: BwrapProcess, limitBytes: number, onOverflow: () => void) {
   const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
   let total = 0;
   let firstOutputAt: number | undefined;
+  const take = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    firstOutputAt ??= performance.now();
+    const room = limitBytes - total;
+    if (room > 0) chunks[stream].push(chunk.subarray(0, room));
+    total += chunk.length;
+    if (total > limitBytes) onOverflow();
+  };
+  child.stdout.on('data', take('stdout'));
+  child.stderr.on('data', take('stderr'));
   return {
-    take(stream: 'stdout' | 'stderr', chunk: Buffer) {
-      firstOutputAt ??= performance.now();
-      const room = limitBytes - total;
-      if (room > 0) chunks[stream].push(chunk.subarray(0, room));
-      total += chunk.length;
-      if (total > limitBytes) onOverflow();
-    },
     text: (stream: 'stdout' | 'stderr') => Buffer.concat(chunks[stream]).toString('utf8'),
     firstOutputAt: () => firstOutputAt,
   };
 }
 
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+// Settles once bwrap has exited and every holder of its pipes is gone.
+function endingOf(child: BwrapProcess): Promise<Ending> {
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, endedAt: performance.now() }));
+  });
 }
 
 // Spawns one box and watches it until it has ended, every process in it included.
@@ -91,103 +92,57 @@ export async function runBox(request: BoxRunRequest): Promise<SandboxResult> {
   if (rootPid === undefined) {
     throw await new Promise<Error>((resolve) => child.once('error', resolve));
   }
-  // Once bwrap has been reaped its pid may be reused: nothing is killed by it from then on.
   let hasExited = false;
   child.once('exit', () => {
     hasExited = true;
   });
+  const killer = createBoxKiller(rootPid, () => hasExited);
   let stopReason: StopReason | undefined;
-  let maxCpuSeconds = 0;
-  let ceilingSince: number | undefined;
-  let hasReachedProcessCeiling = false;
-  let fallbackKill: NodeJS.Timeout | undefined;
-
-  // Killing bwrap's init (PID 1 of the box) makes the kernel kill everything else in its PID
-  // namespace, and bwrap then exits on its own; only if it does not is bwrap itself killed.
-  const killBwrap = () => {
-    if (!hasExited) killQuietly(-rootPid);
-  };
   const stop = (reason: StopReason) => {
     if (stopReason || hasExited) return;
     stopReason = reason;
-    const boxPids = sampleBox(rootPid).pids.filter((pid) => pid !== rootPid);
-    for (const pid of boxPids) killQuietly(pid);
-    // Before bwrap has made the box there is nothing of it to kill but bwrap.
-    if (boxPids.length === 0) killBwrap();
-    else fallbackKill = setTimeout(killBwrap, BWRAP_EXIT_GRACE_MS);
+    killer.kill();
   };
-
-  const output = createOutputCapture(limits.outputBytes, () => stop('output'));
-  child.stdout.on('data', (chunk: Buffer) => output.take('stdout', chunk));
-  child.stderr.on('data', (chunk: Buffer) => output.take('stderr', chunk));
-
-  const watchProcesses = () => {
-    if (hasExited) return;
-    const sample = sampleBox(rootPid);
-    maxCpuSeconds = Math.max(maxCpuSeconds, sample.maxCpuSeconds);
-    if (sample.memoryBytes > limits.memoryBytes) return stop('memory');
-    // bwrap outside the box is one task the box's own limit does not count.
-    if (sample.tasks - 1 < limits.processes) {
-      ceilingSince = undefined;
-      return;
-    }
-    hasReachedProcessCeiling = true;
-    ceilingSince ??= performance.now();
-    if (performance.now() - ceilingSince >= PROCESS_CEILING_MS) stop('processes');
-  };
-  // The disk budget has no limit name of its own: what a run writes is output like its stdout.
-  let isDiskCheckRunning = false;
-  const watchDisk = () => {
-    if (isDiskCheckRunning) return;
-    isDiskCheckRunning = true;
-    const budget = baselineBytes + limits.diskBytes;
-    void directoryBytes(request.runDir, budget).then((bytes) => {
-      isDiskCheckRunning = false;
-      if (bytes > budget) stop('output');
-    });
-  };
-  const timers = [
-    setInterval(watchProcesses, PROCESS_POLL_MS),
-    setInterval(watchDisk, DISK_POLL_MS),
-  ];
+  const output = captureOutput(child, limits.outputBytes, () => stop('output'));
+  const watchdog = watchBox({
+    rootPid,
+    runDir: request.runDir,
+    limits,
+    baselineBytes,
+    hasExited: () => hasExited,
+    onLimit: stop,
+  });
   const wallTimer = setTimeout(() => stop('wall'), limits.wallMs);
   const onAbort = () => stop('aborted');
   request.signal?.addEventListener('abort', onAbort);
   if (request.signal?.aborted) onAbort();
 
   try {
-    const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>(
-      (resolve, reject) => {
-        child.once('error', reject);
-        child.once('close', (code, signal) => resolve({ code, signal }));
-      },
-    );
+    const ending = await endingOf(child);
     if (stopReason === 'aborted') throw request.signal?.reason;
-    const exitCode = code ?? 128 + (constants.signals[signal as NodeJS.Signals] ?? 9);
+    const exitCode = ending.code ?? 128 + (ending.signal ? constants.signals[ending.signal] : 0);
+    // bwrap reports a command killed by a signal as 128 + its number, as shells do.
+    const signal = ending.signal ?? (exitCode > 128 ? signalName(exitCode - 128) : undefined);
     const stderr = output.text('stderr');
+    const limit =
+      stopReason ??
+      limitFromExit({ exitCode, signal, stderr, ...watchdog.seen }, limits.cpuSeconds);
     const firstOutputAt = output.firstOutputAt();
-    const result: SandboxResult = {
+    return {
       stdout: output.text('stdout'),
       stderr,
       exitCode,
-      durationMs: Math.round(performance.now() - startedAt),
+      ...(signal && { signal }),
+      ...(limit && { limit }),
+      durationMs: Math.round(ending.endedAt - startedAt),
+      ...(firstOutputAt !== undefined && {
+        firstOutputMs: Math.round(firstOutputAt - startedAt),
+      }),
     };
-    // bwrap reports a command killed by a signal as 128 + its number, as shells do.
-    const killedBy = signal ?? (exitCode > 128 ? signalName(exitCode - 128) : undefined);
-    if (killedBy) result.signal = killedBy;
-    const limit =
-      stopReason ??
-      limitFromExit(
-        { exitCode, signal: killedBy, stderr, maxCpuSeconds, hasReachedProcessCeiling },
-        limits.cpuSeconds,
-      );
-    if (limit) result.limit = limit;
-    if (firstOutputAt !== undefined) result.firstOutputMs = Math.round(firstOutputAt - startedAt);
-    return result;
   } finally {
-    for (const timer of timers) clearInterval(timer);
+    watchdog.close();
+    killer.dispose();
     clearTimeout(wallTimer);
-    clearTimeout(fallbackKill);
     request.signal?.removeEventListener('abort', onAbort);
   }
 }

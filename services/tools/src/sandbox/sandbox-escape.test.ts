@@ -49,7 +49,8 @@ function summary(result: SandboxResult): string {
   const limit = result.limit ? `, limit \`${result.limit}\`` : '';
   // What the interpreter said about the failure (a traceback's last line, V8's fatal error).
   const lines = `${result.stderr}${result.stdout}`.trim().split('\n');
-  const said = lines.findLast((line) => /Error|unavailable|out of memory/i.test(line)) ?? lines[0];
+  const said =
+    lines.findLast((line) => /^(FATAL ERROR|\w*Error\b)|unavailable/.test(line)) ?? lines[0];
   return `exit ${result.exitCode}${limit} after ${result.durationMs} ms${said ? `: ${said}` : ''}`;
 }
 

@@ -1,4 +1,6 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from './sandbox';
@@ -290,6 +292,23 @@ describe('sandbox: the queue', () => {
 });
 
 describe('sandbox: start', () => {
+  it('removes run directories a dead service left hours ago, and only those', async () => {
+    const rootDir = join(tmpdir(), 'jarvis-sandbox-test');
+    const [stale, recent] = [join(rootDir, 'run-stale-test'), join(rootDir, 'run-recent-test')];
+    await mkdir(join(stale, 'tmp'), { recursive: true });
+    await mkdir(recent, { recursive: true });
+    const hoursAgo = new Date(Date.now() - 7 * 60 * 60 * 1000);
+    await utimes(stale, hoursAgo, hoursAgo);
+    try {
+      await startTestSandbox();
+
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(recent)).toBe(true);
+    } finally {
+      await rm(recent, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to start without a working bwrap, saying why', async () => {
     await expect(startTestSandbox({ bwrap: '/nonexistent/bwrap' })).rejects.toThrow(
       /nonexistent\/bwrap.*No such file|ENOENT/,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, lchown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, lchown, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@jarvis/telemetry';
 import { runBox, type SandboxResult } from './box-run';
@@ -81,6 +81,19 @@ async function removeRunDir(runDir: string): Promise<void> {
   }
 }
 
+// Run directories left by a service that died mid-run. Only old ones: another service (or test
+// file) may be sharing the directory with runs of its own, and no run lasts this long.
+const STALE_RUN_DIR_MS = 6 * 60 * 60 * 1000;
+
+async function removeStaleRunDirs(rootDir: string): Promise<void> {
+  for (const name of await readdir(rootDir)) {
+    const runDir = join(rootDir, name);
+    const stats = await stat(runDir).catch(() => undefined);
+    const isStale = stats && Date.now() - stats.mtimeMs > STALE_RUN_DIR_MS;
+    if (name.startsWith('run-') && isStale) await removeRunDir(runDir);
+  }
+}
+
 async function makeRunDir(rootDir: string, hostUser: HostUser | undefined) {
   const runDir = await mkdtemp(join(rootDir, 'run-'));
   const layout: RunDirLayout = {
@@ -107,6 +120,7 @@ export async function createSandbox(settings: SandboxSettings): Promise<Sandbox>
   // needs to see which runs there are.
   await mkdir(settings.rootDir, { recursive: true });
   await chmod(settings.rootDir, 0o711);
+  await removeStaleRunDirs(settings.rootDir);
 
   const runInBox = async (runDir: string, layout: RunDirLayout, request: SandboxRunRequest) => {
     await writeFile(join(layout.codeDir, CODE_FILE[request.language]), request.code, {

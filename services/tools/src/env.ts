@@ -131,6 +131,11 @@ const Env = z.object({
   SANDBOX_DISK_MB: Count.default(256),
   // Runs at once over all calls; more wait in a queue for as long as their call may take.
   SANDBOX_MAX_CONCURRENT: Count.default(4),
+
+  // Bytes (MiB) of all of one user's workspace files together, every conversation and mission.
+  WORKSPACE_QUOTA_MB: Count.default(500),
+  // Bytes (MiB) of one workspace file, uploaded or written by a run; a larger one is not kept.
+  WORKSPACE_FILE_MAX_MB: Count.default(25),
 });
 export type Env = z.infer<typeof Env>;
 

@@ -7,6 +7,7 @@ import {
 } from '@jarvis/contracts';
 import { createOutboundGuard, startGuardedProxy } from '@jarvis/net-guard';
 import { bootService, createRateAdmitter } from '@jarvis/service-kit';
+import type { Logger } from '@jarvis/telemetry';
 import { BrowserPool } from './browser/browser-pool';
 import {
   createBrowserActTool,
@@ -38,9 +39,12 @@ import { registerTelegramHandlers } from './notifications/telegram/link-handlers
 import { createTelegramSender } from './notifications/telegram/sender';
 import { startTelegram } from './notifications/telegram/start-telegram';
 import { ToolRegistry } from './registry';
+import { createSandbox, type Sandbox } from './sandbox/sandbox';
 import { createToolsMetrics } from './tools-metrics';
 import { createWebFetchTool } from './web/web-fetch';
 import { createWebSearchTool, webSearchAllowedHosts, webSearchConfig } from './web/web-search';
+import { createRunCodeTool } from './workspace/run-code-tool';
+import { registerWorkspaceHandlers } from './workspace/workspace-handlers';
 
 const env = loadEnv();
 
@@ -62,6 +66,40 @@ const WEB_SEARCH_TIMEOUT_MS = 15_000;
 const DOCUMENT_INGEST_TIMEOUT_MS = 60_000;
 // Screenshots are kept for days: looking for expired ones hourly keeps them at most an hour past.
 const SCREENSHOT_PRUNE_INTERVAL_MS = 3_600_000;
+const MIB = 1_048_576;
+
+const sandboxLimits = {
+  cpuSeconds: env.SANDBOX_CPU_SECONDS,
+  wallMs: env.SANDBOX_WALL_MS,
+  memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
+  processes: env.SANDBOX_PROCESSES,
+  outputBytes: env.SANDBOX_OUTPUT_BYTES,
+  diskBytes: env.SANDBOX_DISK_MB * MIB,
+};
+const workspaceLimits = {
+  fileMaxBytes: env.WORKSPACE_FILE_MAX_MB * MIB,
+  quotaBytes: env.WORKSPACE_QUOTA_MB * MIB,
+};
+
+// run_code's sandbox, or undefined when it is off or cannot be made here (bwrap missing, user
+// namespaces refused): the model is then never offered a run_code that can only fail, and the
+// log says why.
+async function startSandbox(logger: Logger): Promise<Sandbox | undefined> {
+  if (!env.SANDBOX_ENABLED) return undefined;
+  try {
+    return await createSandbox({
+      bwrap: env.SANDBOX_BWRAP,
+      rootDir: env.SANDBOX_DIR,
+      user: env.SANDBOX_USER,
+      limits: sandboxLimits,
+      maxConcurrent: env.SANDBOX_MAX_CONCURRENT,
+      logger,
+    });
+  } catch (error) {
+    logger.warn({ err: error }, 'the code sandbox cannot run here: no run_code tool');
+    return undefined;
+  }
+}
 
 await bootService(
   {
@@ -158,6 +196,19 @@ await bootService(
     registry.register(
       createNotifyTool({ bus, pool, perHour: env.NOTIFY_PER_HOUR, metrics: toolsMetrics }),
     );
+    const sandbox = await startSandbox(logger);
+    if (sandbox) {
+      registry.register(
+        createRunCodeTool({
+          sandbox,
+          pool,
+          limits: { sandbox: sandboxLimits, workspace: workspaceLimits },
+          logger,
+        }),
+      );
+    }
+    // Uploads and downloads of documents and workspace files pass through it.
+    const uploads = await openBlobStore(bus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS });
     registerHandlers(bus, registry, toolsMetrics);
     registerSettingsHandlers({
       bus,
@@ -172,9 +223,10 @@ await bootService(
     registerPushHandlers({ bus, pool, guard, logger, publicKey: vapid.publicKey });
     registerTelegramHandlers({ bus, pool, telegram });
     registerScreenshotHandlers({ bus, pool });
+    registerWorkspaceHandlers({ bus, pool, uploads, limits: workspaceLimits, logger });
     registerDocumentImportHandlers({
       bus,
-      uploads: await openBlobStore(bus, UPLOADS_BUCKET, { ttlMs: UPLOADS_TTL_MS }),
+      uploads,
       limits: {
         maxPages: env.DOCUMENT_MAX_PAGES,
         timeoutMs: env.DOCUMENT_EXTRACT_TIMEOUT_MS,

@@ -31,7 +31,12 @@ afterAll(async () => {
   await db?.stop();
 });
 
-type Caller = { userId: string; conversationId?: string; missionId?: string };
+type Caller = {
+  userId: string;
+  conversationId?: string;
+  missionId?: string;
+  signal?: AbortSignal;
+};
 
 // The tool registered as the service registers it: arguments are checked against its schema.
 function registered(limits = WORKSPACE_LIMITS): ToolRegistry {
@@ -54,8 +59,8 @@ function runCode(caller: Caller, limits = WORKSPACE_LIMITS) {
     tool?.call(args, {
       runId: undefined,
       conversationId: undefined,
-      ...caller,
       signal: new AbortController().signal,
+      ...caller,
     }) as Promise<Record<string, unknown>>;
 }
 
@@ -273,6 +278,20 @@ describe('run_code', () => {
     });
     expect(result).toMatchObject({ limit: 'wall' });
     expect((result.files as { path: string }[]).map((file) => file.path)).toEqual(['partial.txt']);
+  }, 30_000);
+
+  it('writes nothing back when the call is given up mid-run', async () => {
+    const userId = randomUUID();
+    const conversationId = randomUUID();
+    const timedOut = new Error('run_code did not finish within 1000 ms');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(timedOut), 1_000);
+    const call = runCode({ userId, conversationId, signal: controller.signal })({
+      language: 'shell',
+      code: 'echo early > early.txt; sleep 30',
+    });
+    await expect(call).rejects.toBe(timedOut);
+    expect(await storedPaths(userId, { kind: 'conversation', id: conversationId })).toEqual([]);
   }, 30_000);
 });
 

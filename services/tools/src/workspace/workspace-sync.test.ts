@@ -1,6 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@jarvis/telemetry';
@@ -123,10 +123,19 @@ describe('writeBackWorkspace', () => {
     // A stored file swapped for a link to a host file: the stored one goes, the host's is not read.
     await unlink(join(dir, 'was-a-file.txt'));
     await symlink('/etc/passwd', join(dir, 'was-a-file.txt'));
-    execFileSync('mkfifo', [join(dir, 'pipe')]);
+    // A Unix socket listening: a file, but not a regular one.
+    const listener = createServer();
+    await new Promise<void>((resolve) => listener.listen(join(dir, 'socket'), resolve));
     await writeFile(join(dir, 'real.txt'), 'ok');
 
-    const result = await writeBackWorkspace(db.pool, userId, workspace, dir, materialised, LIMITS);
+    const result = await writeBackWorkspace(
+      db.pool,
+      userId,
+      workspace,
+      dir,
+      materialised,
+      LIMITS,
+    ).finally(() => listener.close());
 
     expect(result.files.map((file) => file.path)).toEqual(['real.txt']);
     expect(result.deleted).toEqual(['was-a-file.txt']);
@@ -136,7 +145,7 @@ describe('writeBackWorkspace', () => {
       dotdot: 'a symbolic link: only regular files are kept',
       'etc-dir': 'a symbolic link: only regular files are kept',
       'was-a-file.txt': 'a symbolic link: only regular files are kept',
-      pipe: 'not a regular file',
+      socket: 'not a regular file',
     });
     expect(await storedPaths(userId, workspace)).toEqual(['real.txt']);
     const { rows } = await db.pool.query<{ leaked: number }>(

@@ -120,7 +120,7 @@ type Walk = { files: FoundFile[]; notKept: NotKept[]; entries: number };
 // descended into, anything else (a FIFO, a socket, a device) is reported. Nothing runs in the box
 // any more when this is called (its PID namespace died with it), so nothing can swap an entry
 // between the look and the read; the read checks again anyway.
-export async function findWorkspaceFiles(dir: string): Promise<Walk> {
+async function findWorkspaceFiles(dir: string): Promise<Walk> {
   const walk: Walk = { files: [], notKept: [], entries: 0 };
   await walkFolder(dir, '', walk);
   walk.files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

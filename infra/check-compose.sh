@@ -404,14 +404,20 @@ elif what == "searxng":
         errors.append("tools must not depend on searxng (it runs only with its profile)")
 
 elif what == "tools-sandbox":
-    # The browser's Chromium keeps its sandbox with the least the container can be given
-    # (docs/deploy.md): SYS_CHROOT alone, no privilege gain, and the seccomp profile that allows
-    # user, PID and network namespaces and nothing Docker's default grants only with a capability.
+    # Chromium's sandbox and run_code's bubblewrap with the least the container can be given
+    # (docs/deploy.md): SYS_CHROOT alone, no privilege gain, /proc unmasked (a box's fresh /proc
+    # needs it), and the seccomp profile that allows namespaces and the box's mounts and nothing
+    # else Docker's default grants only with a capability.
     import json
     svc = services.get("tools") or {}
     opts = [str(o) for o in svc.get("security_opt") or []]
-    if "no-new-privileges:true" not in opts:
-        errors.append(f"tools: no no-new-privileges:true in security_opt {opts!r}")
+    for want in ("no-new-privileges:true", "systempaths=unconfined"):
+        if want not in opts:
+            errors.append(f"tools: no {want} in security_opt {opts!r}")
+    # Unmasking /proc is for tools alone: no other service makes boxes.
+    for name, other in services.items():
+        if name != "tools" and "systempaths=unconfined" in [str(o) for o in other.get("security_opt") or []]:
+            errors.append(f"{name}: systempaths=unconfined is for tools only")
     profiles = [o.split(":", 1)[1] if o.startswith("seccomp:") else o.split("=", 1)[1] for o in opts if o.startswith(("seccomp:", "seccomp="))]
     if [os.path.normpath(p) for p in profiles] != ["infra/tools-seccomp.json"]:
         errors.append(f"tools: seccomp profile {profiles!r}, want ./infra/tools-seccomp.json")
@@ -422,20 +428,26 @@ elif what == "tools-sandbox":
     if profile.get("defaultAction") != "SCMP_ACT_ERRNO":
         errors.append(f"tools-seccomp.json: defaultAction {profile.get('defaultAction')!r}")
     allowed = {n for r in profile["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" and not r.get("args") for n in r["names"]}
-    never = {"mount", "umount2", "setns", "bpf", "ptrace", "keyctl", "add_key", "pivot_root", "init_module",
-             "finit_module", "kexec_load", "open_by_handle_at", "perf_event_open", "io_uring_setup", "clone", "unshare", "clone3"}
-    if allowed & never:
-        errors.append(f"tools-seccomp.json: allows {sorted(allowed & never)} unconditionally")
-    # clone and unshare: only with a mask that keeps mount, cgroup, UTS and IPC namespaces refused.
-    ns_refused = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
-    for name in ("clone", "unshare"):
-        rules = [r for r in profile["syscalls"] if name in r["names"] and r["action"] == "SCMP_ACT_ALLOW"]
-        ok = rules and all(
-            len(r.get("args") or []) == 1 and r["args"][0]["op"] == "SCMP_CMP_MASKED_EQ"
-            and r["args"][0]["index"] == 0 and r["args"][0]["value"] & ns_refused == ns_refused
-            and r["args"][0].get("valueTwo", 0) == 0 for r in rules)
-        if not ok:
-            errors.append(f"tools-seccomp.json: {name} is not limited to user, PID and network namespaces")
+    # What the two sandboxes are made of: the kernel grants each only inside a user namespace the
+    # caller made, since the container has no CAP_SYS_ADMIN.
+    needed = {"clone", "mount", "umount2", "pivot_root"}
+    if needed - allowed:
+        errors.append(f"tools-seccomp.json: refuses {sorted(needed - allowed)}, which bubblewrap needs")
+    never = {"setns", "bpf", "ptrace", "keyctl", "add_key", "request_key", "init_module", "finit_module",
+             "kexec_load", "open_by_handle_at", "perf_event_open", "io_uring_setup", "clone3", "unshare",
+             "sethostname", "setdomainname", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+             "open_tree", "mount_setattr", "umount", "swapon", "reboot", "syslog", "quotactl"}
+    everywhere = {n for r in profile["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" for n in r["names"]} - {"unshare"}
+    if (allowed | everywhere) & never:
+        errors.append(f"tools-seccomp.json: allows {sorted((allowed | everywhere) & never)}")
+    # unshare: any namespace but time (CLONE_NEWTIME), which neither sandbox uses.
+    rules = [r for r in profile["syscalls"] if "unshare" in r["names"] and r["action"] == "SCMP_ACT_ALLOW"]
+    ok = rules and all(
+        len(r.get("args") or []) == 1 and r["args"][0]["op"] == "SCMP_CMP_MASKED_EQ"
+        and r["args"][0]["index"] == 0 and r["args"][0]["value"] & 0x80 == 0x80
+        and r["args"][0].get("valueTwo", 0) == 0 for r in rules)
+    if not ok:
+        errors.append("tools-seccomp.json: unshare may make a time namespace")
 
 else:
     sys.exit(f"unknown assertion {what}")
@@ -493,7 +505,7 @@ check "observability (prod): the same for Grafana's router against Host(JARVIS_D
 check "observability: prometheus.yml, and the PromQL of alert rules and Tempo's metric links, pass promtool" promtool_checks
 check "searxng (profile search): pinned image, read-only settings with json output and no limiter, secret from env; tools not pointed at it by default" assert searxng "$tmp/local.yaml"
 check "searxng (prod): the same after compose.prod.yaml merges in" assert searxng "$tmp/prod.yaml"
-check "tools: Chromium's sandbox with SYS_CHROOT alone, no-new-privileges and infra/tools-seccomp.json (user, PID, network namespaces only)" assert tools-sandbox "$tmp/local.yaml"
+check "tools: Chromium's and run_code's sandboxes with SYS_CHROOT alone, no-new-privileges, /proc unmasked and infra/tools-seccomp.json (namespaces and the box's mounts, no time namespace, setns or new mount API)" assert tools-sandbox "$tmp/local.yaml"
 check "tools (prod): the same after compose.prod.yaml merges in" assert tools-sandbox "$tmp/prod.yaml"
 check "services/Dockerfile: ARG SERVICE and PORT, multi-stage, USER node, /readyz HEALTHCHECK, pnpm deploy, node dist/main.js, Chromium for tools" dockerfiles
 

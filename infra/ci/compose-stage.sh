@@ -3,7 +3,8 @@
 # users run it (compose.yaml), with infra/ci/compose.ci.yaml on top, then checks that
 #   every container turns healthy; a chat turn answers; the tools service's browser opens a page
 #   with Chromium's sandbox on, and so does the tools image under the seccomp profile compose.yaml
-#   gives it; a service killed with kill -9 is restarted by its policy and turns healthy again; down then up keeps the conversation;
+#   gives it; run_code runs sealed in its box, in the service and in the image under that profile;
+#   a service killed with kill -9 is restarted by its policy and turns healthy again; down then up keeps the conversation;
 #   make backup, down -v and make restore bring it back; compose.prod.yaml resolves on top of
 #   compose.yaml.
 # Prints one line per check and its timings, and fails if any check fails. Runs as root on a
@@ -53,8 +54,8 @@ export JARVIS_ADMIN_KEY CI_GATEWAY_PORT=$port
 compose=(docker-compose --compatibility -p "$project" -f compose.yaml -f infra/ci/compose.ci.yaml)
 # podman's Docker API cannot take a seccomp profile from docker-compose (it opens the JSON that
 # docker-compose sends as a file name), so the stack runs under podman's default profile, which
-# allows Chromium's namespaces too; the "browser" step runs the tools image under compose.yaml's
-# own profile by hand. docs/deploy.md, "Chromium's sandbox".
+# allows Chromium's namespaces and bubblewrap's mounts too; the "browser" and "run_code" steps run
+# the tools image under compose.yaml's own profile by hand. docs/deploy.md, "Chromium's sandbox".
 export TOOLS_SECCOMP=no-new-privileges
 
 cleanup() {
@@ -161,6 +162,24 @@ tools_image_sandbox() {
 step "browser"
 check "browser_open through tools.invoke: the tools service's Chromium opens the web UI, sandboxed" tools_browser_open
 check "the tools image under infra/tools-seccomp.json, SYS_CHROOT alone: Chromium sandboxed" tools_image_sandbox
+
+# run_code's box in the container as compose.yaml sets it up (infra/ci/sandbox-check.cjs): asked
+# over tools.invoke from inside the tools container, as the orchestrator asks.
+code_check=infra/ci/sandbox-check.cjs
+tools_run_code() {
+  "${compose[@]}" exec -T tools node - tool <"$code_check"
+}
+# The image once more, under infra/tools-seccomp.json with compose.yaml's capabilities and
+# unmasked /proc: bubblewrap makes a box there.
+tools_image_code_sandbox() {
+  podman run --rm -i --network=none --no-healthcheck --cap-drop=ALL --cap-add=SYS_CHROOT \
+    --security-opt no-new-privileges --security-opt seccomp=infra/tools-seccomp.json \
+    --security-opt systempaths=unconfined jarvis/tools:local node - profile <"$code_check"
+}
+
+step "run_code"
+check "run_code through tools.invoke: Python with numpy prints; no TCP to postgres, nats or the service's port; /proc shows only the box; no DATABASE_URL" tools_run_code
+check "the tools image under infra/tools-seccomp.json, SYS_CHROOT alone, /proc unmasked: bubblewrap makes its box" tools_image_code_sandbox
 
 # Kills a service's main process (node, under the image's init) with SIGKILL, then waits for
 # its restart policy to start it again and for it to turn healthy.

@@ -269,6 +269,20 @@ describe('run_code', () => {
     ]);
   }, 30_000);
 
+  it('lists at most 50 files and says how many more it kept', async () => {
+    const userId = randomUUID();
+    const conversationId = randomUUID();
+    const result = await runCode({ userId, conversationId })({
+      language: 'shell',
+      code: 'for i in $(seq 10 69); do echo $i > f$i.txt; done',
+    });
+    expect((result.files as unknown[]).length).toBe(50);
+    expect(result.filesNotListed).toBe(10);
+    expect(await storedPaths(userId, { kind: 'conversation', id: conversationId })).toHaveLength(
+      60,
+    );
+  }, 30_000);
+
   it('names the limit that stopped a run, and still keeps what it wrote before', async () => {
     const userId = randomUUID();
     const conversationId = randomUUID();

@@ -31,12 +31,15 @@ type InputFile = { path: string; content: string };
 
 type RunCodeArgs = { language: SandboxLanguage; code: string; files?: InputFile[] };
 
-// The issue's fixed shape, plus what was not kept and where the files are.
+// The issue's fixed shape, plus what was not kept and where the files are. A list cut short
+// says how many it left out.
 type RunCodeResult = {
   exitCode: number;
   limit?: SandboxLimit;
   files?: ToolFile[];
+  filesNotListed?: number;
   notKept?: NotKept[];
+  notKeptNotListed?: number;
   workspace?: Workspace;
   stdout: string;
   stderr: string;
@@ -49,6 +52,10 @@ const INPUT_FILE_MAX_CHARS = 200_000;
 // about one NATS message, which the JSON of the whole reply must fit in; the model is shown far
 // less anyway (the orchestrator cuts a tool result to TOOL_RESULT_MAX_CHARS).
 const RESULT_STREAM_MAX_CHARS = 32_000;
+// Entries of `files` and of `notKept` in the result: a run may leave a thousand files, and each
+// entry's path may be 512 characters (a url three times that, percent-encoded); the whole reply
+// must fit one NATS message.
+const RESULT_LIST_MAX = 50;
 // A call also waits for a free sandbox, copies the workspace in, and writes it back.
 const CALL_OVERHEAD_MS = 15_000;
 
@@ -171,13 +178,10 @@ async function runInWorkspace(
       mediaType,
       url: workspaceFileUrl(workspace.kind, workspace.id, path),
     }));
-    if (files.length > 0) result.files = files;
-    if (kept.notKept.length > 0) result.notKept = kept.notKept;
-    result.workspace = workspace;
+    Object.assign(result, listed(files, kept.notKept), { workspace });
   } else {
     const produced = await listProducedFiles(dir);
-    if (produced.files.length > 0) result.files = produced.files;
-    if (produced.notKept.length > 0) result.notKept = produced.notKept;
+    Object.assign(result, listed(produced.files, produced.notKept));
   }
   // Last, so that a result cut to the model's budget loses the end of the output, not the
   // exit code or the files.
@@ -186,6 +190,19 @@ async function runInWorkspace(
     stdout: cutMiddle(run.stdout, RESULT_STREAM_MAX_CHARS),
     stderr: cutMiddle(run.stderr, RESULT_STREAM_MAX_CHARS),
   };
+}
+
+// The result's lists, each left out when empty and cut at RESULT_LIST_MAX.
+function listed(files: ToolFile[], notKept: NotKept[]) {
+  const lists: Pick<RunCodeResult, 'files' | 'filesNotListed' | 'notKept' | 'notKeptNotListed'> =
+    {};
+  if (files.length > 0) lists.files = files.slice(0, RESULT_LIST_MAX);
+  if (files.length > RESULT_LIST_MAX) lists.filesNotListed = files.length - RESULT_LIST_MAX;
+  if (notKept.length > 0) lists.notKept = notKept.slice(0, RESULT_LIST_MAX);
+  if (notKept.length > RESULT_LIST_MAX) {
+    lists.notKeptNotListed = notKept.length - RESULT_LIST_MAX;
+  }
+  return lists;
 }
 
 // Its start and its end, which say the most (what ran, how it failed), with the middle left out.

@@ -15,7 +15,8 @@ import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startToolsDatabase } from '../tools-database-fixture';
 import { registerWorkspaceHandlers } from './workspace-handlers';
-import { listWorkspaceFiles } from './workspace-repository';
+import { listWorkspaceFiles, WORKSPACE_MAX_FILES } from './workspace-repository';
+import { fillWorkspace } from './workspace-test-fixture';
 
 // tools.workspaces.* through the real bus, with file bodies through the real uploads bucket, on
 // a real database: what the gateway's /v1/workspaces routes ask.
@@ -162,6 +163,16 @@ describe('tools.workspaces.*', () => {
     expect(listed.usedBytes).toBe(1_900_000);
     expect(await storedBlobNames(client, UPLOADS_BUCKET)).toEqual([]);
   }, 60_000);
+
+  it('refuses a new file in a full workspace, and keeps nothing of it', async () => {
+    const ref = { userId: randomUUID(), kind: 'conversation' as const, id: randomUUID() };
+    await fillWorkspace(db.pool, ref.userId, ref, WORKSPACE_MAX_FILES);
+    const full = await catchBusError(put(ref, 'one-more.txt', Buffer.from('x')));
+    expect(full.code).toBe('payload_too_large');
+    expect(full.message).toContain(`${WORKSPACE_MAX_FILES} files`);
+    expect(await listWorkspaceFiles(db.pool, ref.userId, ref)).toHaveLength(WORKSPACE_MAX_FILES);
+    expect(await storedBlobNames(client, UPLOADS_BUCKET)).toEqual([]);
+  });
 
   it('refuses a bad path, a file where a folder is, and an upload that is gone', async () => {
     const ref = { userId: randomUUID(), kind: 'conversation' as const, id: randomUUID() };

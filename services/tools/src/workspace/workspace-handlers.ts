@@ -15,6 +15,7 @@ import {
   listWorkspaceFiles,
   readWorkspaceFile,
   storeWorkspaceFile,
+  WORKSPACE_MAX_FILES,
   workspaceUsage,
 } from './workspace-repository';
 import { mediaTypeOf, type WorkspaceLimits } from './workspace-sync';
@@ -90,6 +91,12 @@ async function putFile(
       throw new BusError(
         'payload_too_large',
         `the workspace quota of ${limits.quotaBytes} bytes has no room for it (${stored.usedBytes} used)`,
+      );
+    }
+    if (stored.outcome === 'too_many_files') {
+      throw new BusError(
+        'payload_too_large',
+        `the workspace holds ${WORKSPACE_MAX_FILES} files, the most it may: delete some first`,
       );
     }
     if (stored.outcome === 'conflict') {

@@ -8,10 +8,12 @@ import {
   lockUserWorkspaces,
   readWorkspaceFile,
   storeWorkspaceFile,
+  WORKSPACE_MAX_FILES,
   type Workspace,
   workspaceUsage,
   writeWorkspaceFile,
 } from './workspace-repository';
+import { fillWorkspace } from './workspace-test-fixture';
 
 let db: TestDatabase;
 
@@ -126,6 +128,34 @@ describe('workspace repository', () => {
     );
     expect(refused).toEqual({ outcome: 'over_quota', usedBytes: 90 });
     expect(await workspaceUsage(db.pool, userId)).toBe(90);
+  });
+
+  it('takes no new file into a full workspace, but replaces one there', async () => {
+    const userId = randomUUID();
+    const workspace = conversation();
+    await fillWorkspace(db.pool, userId, workspace, WORKSPACE_MAX_FILES);
+    const store = (path: string) =>
+      storeWorkspaceFile(
+        db.pool,
+        userId,
+        workspace,
+        { path, content: bytes('x'), mediaType: 'text/plain' },
+        1_000_000,
+      );
+    expect(await store('one-more')).toEqual({ outcome: 'too_many_files' });
+    expect((await store('file-0007')).outcome).toBe('stored');
+    // Another workspace of the same user has its own count.
+    expect(
+      (
+        await storeWorkspaceFile(
+          db.pool,
+          userId,
+          conversation(),
+          { path: 'one-more', content: bytes('x'), mediaType: 'text/plain' },
+          1_000_000,
+        )
+      ).outcome,
+    ).toBe('stored');
   });
 
   it('refuses a file where a stored one is its folder, or lies inside it as one', async () => {

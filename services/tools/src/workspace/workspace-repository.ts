@@ -6,6 +6,10 @@ import { type Pool, type Queryable, withTransaction } from '@jarvis/db';
 
 export type Workspace = { kind: WorkspaceKind; id: string };
 
+// Files one workspace may hold: its listing is one NATS reply (1 MiB by default), which this many
+// entries with names of ordinary length fill to about a tenth.
+export const WORKSPACE_MAX_FILES = 1_000;
+
 export type NewWorkspaceFile = { path: string; content: Buffer; mediaType: string };
 
 export type StoredWorkspaceFile = { content: Buffer; size: number; mediaType: string };
@@ -135,10 +139,12 @@ export async function deleteWorkspaceFile(
 export type StoreOutcome =
   | { outcome: 'stored'; file: WorkspaceFile; isCreated: boolean }
   | { outcome: 'over_quota'; usedBytes: number }
+  | { outcome: 'too_many_files' }
   | { outcome: 'conflict'; path: string };
 
-// One file written if the user's quota has room for it (the file it replaces no longer counts)
-// and no stored file stands in its way as a folder or inside it as one.
+// One file written if the user's quota has room for it (the file it replaces no longer counts),
+// a new one only below WORKSPACE_MAX_FILES, and no stored file stands in its way as a folder or
+// inside it as one.
 export async function storeWorkspaceFile(
   pool: Pool,
   userId: string,
@@ -155,9 +161,28 @@ export async function storeWorkspaceFile(
     if (usedBytes - (replacedBytes ?? 0) + file.content.byteLength > quotaBytes) {
       return { outcome: 'over_quota', usedBytes };
     }
+    if (
+      replacedBytes === undefined &&
+      (await countWorkspaceFiles(db, userId, workspace)) >= WORKSPACE_MAX_FILES
+    ) {
+      return { outcome: 'too_many_files' };
+    }
     const stored = await writeWorkspaceFile(db, userId, workspace, file);
     return { outcome: 'stored', file: stored, isCreated: replacedBytes === undefined };
   });
+}
+
+async function countWorkspaceFiles(
+  db: Queryable,
+  userId: string,
+  workspace: Workspace,
+): Promise<number> {
+  const { rows } = await db.query<{ files: number }>(
+    `SELECT count(*)::int AS files FROM tools.workspace_files
+     WHERE user_id = $1 AND kind = $2 AND owner_id = $3`,
+    [userId, workspace.kind, workspace.id],
+  );
+  return rows[0]?.files ?? 0;
 }
 
 async function storedSize(

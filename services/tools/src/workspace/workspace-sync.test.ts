@@ -10,6 +10,7 @@ import { startToolsDatabase } from '../tools-database-fixture';
 import {
   listWorkspaceFiles,
   readWorkspaceFile,
+  WORKSPACE_MAX_FILES,
   type Workspace,
   writeWorkspaceFile,
 } from './workspace-repository';
@@ -19,6 +20,7 @@ import {
   type WorkspaceLimits,
   writeBackWorkspace,
 } from './workspace-sync';
+import { fillWorkspace } from './workspace-test-fixture';
 
 // The copy into a run directory and back, on a real database and a real directory, with the run
 // itself played by this test writing into the directory as a box's code would.
@@ -174,6 +176,34 @@ describe('writeBackWorkspace', () => {
     ]);
     expect(await storedPaths(userId, workspace)).toEqual(['a.bin', 'c.bin']);
   });
+
+  it('deletes no file it did not look at, and takes no new file into a full workspace', async () => {
+    const userId = randomUUID();
+    const workspace: Workspace = { kind: 'conversation', id: randomUUID() };
+    await fillWorkspace(db.pool, userId, workspace, WORKSPACE_MAX_FILES);
+    const materialised = await materialiseWorkspace(db.pool, userId, workspace, dir, logger);
+    // 2,500 entries beside each other, read in name order: the walk stops at 2,000, so the given
+    // files past file-0499 are never looked at.
+    for (let index = 0; index < 1_500; index += 1) {
+      await writeFile(join(dir, `a-new-${index}`), 'n');
+    }
+
+    const result = await writeBackWorkspace(db.pool, userId, workspace, dir, materialised, {
+      fileMaxBytes: 1_000,
+      quotaBytes: 1_000_000,
+    });
+
+    expect(result.deleted).toEqual([]);
+    expect(result.files).toEqual([]);
+    expect(await storedPaths(userId, workspace)).toHaveLength(WORKSPACE_MAX_FILES);
+    const reasons = new Set(result.notKept.map((entry) => entry.reason));
+    expect(reasons).toEqual(
+      new Set([
+        'more than 2000 files and folders: this and the rest are not kept',
+        'the workspace holds 1000 files, the most it may',
+      ]),
+    );
+  }, 30_000);
 
   it('keeps no name a workspace path cannot have', async () => {
     const userId = randomUUID();

@@ -12,6 +12,7 @@ import {
   listWorkspaceFiles,
   lockUserWorkspaces,
   readWorkspaceFile,
+  WORKSPACE_MAX_FILES,
   type Workspace,
   workspaceUsage,
   writeWorkspaceFile,
@@ -41,8 +42,9 @@ export type NotKept = { path: string; reason: string };
 export type WriteBack = { files: WorkspaceFile[]; notKept: NotKept[]; deleted: string[] };
 
 // Entries (files, folders, links) of a run's /workspace looked at after the run; past it the rest
-// is not kept. Bounds the time and the rows one run can cost, whatever it creates.
-const MAX_WORKSPACE_ENTRIES = 1_000;
+// is not kept. Bounds the time one run's write-back can take, whatever it creates; room for a
+// full workspace (WORKSPACE_MAX_FILES) in folders.
+const MAX_WORKSPACE_ENTRIES = 2_000;
 
 export function mediaTypeOf(path: string): string {
   return lookup(path) || 'application/octet-stream';
@@ -114,14 +116,20 @@ function isPermissionDenied(error: unknown): boolean {
 // A regular file found after the run: only its name and size, read later one at a time.
 type FoundFile = { path: string; hostPath: string; size: number; stats: Stats };
 
-type Walk = { files: FoundFile[]; notKept: NotKept[]; entries: number };
+type Walk = {
+  files: FoundFile[];
+  notKept: NotKept[];
+  entries: number;
+  // Whether MAX_WORKSPACE_ENTRIES stopped the walk before it saw everything.
+  isCut: boolean;
+};
 
 // Every regular file under `dir`, by lstat: a link is reported and never followed, a folder is
 // descended into, anything else (a FIFO, a socket, a device) is reported. Nothing runs in the box
 // any more when this is called (its PID namespace died with it), so nothing can swap an entry
 // between the look and the read; the read checks again anyway.
 async function findWorkspaceFiles(dir: string): Promise<Walk> {
-  const walk: Walk = { files: [], notKept: [], entries: 0 };
+  const walk: Walk = { files: [], notKept: [], entries: 0, isCut: false };
   await walkFolder(dir, '', walk);
   walk.files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return walk;
@@ -143,7 +151,8 @@ async function walkFolder(hostDir: string, prefix: string, walk: Walk): Promise<
     const path = prefix === '' ? name : `${prefix}/${name}`;
     walk.entries += 1;
     if (walk.entries > MAX_WORKSPACE_ENTRIES) {
-      if (walk.entries === MAX_WORKSPACE_ENTRIES + 1) {
+      if (!walk.isCut) {
+        walk.isCut = true;
         walk.notKept.push({
           path,
           reason: `more than ${MAX_WORKSPACE_ENTRIES} files and folders: this and the rest are not kept`,
@@ -169,6 +178,21 @@ async function walkFolder(hostDir: string, prefix: string, walk: Walk): Promise<
     else if (stats.isSymbolicLink()) {
       walk.notKept.push({ path, reason: 'a symbolic link: only regular files are kept' });
     } else walk.notKept.push({ path, reason: 'not a regular file' });
+  }
+}
+
+// Asked of a file given to the run that the walk did not reach (past its limit) before it counts
+// as deleted: each folder on the way is looked at too, so that no link is followed.
+async function isRegularFile(dir: string, path: string): Promise<boolean> {
+  const segments = path.split('/');
+  try {
+    for (let index = 1; index < segments.length; index += 1) {
+      const folder = await lstat(join(dir, ...segments.slice(0, index)));
+      if (!folder.isDirectory()) return false;
+    }
+    return (await lstat(join(dir, path))).isFile();
+  } catch {
+    return false;
   }
 }
 
@@ -237,7 +261,7 @@ export async function writeBackWorkspace(
     let usedBytes = await workspaceUsage(db, userId);
     const found = new Set(walk.files.map((file) => file.path));
     for (const path of materialised.keys()) {
-      if (found.has(path)) continue;
+      if (found.has(path) || (walk.isCut && (await isRegularFile(dir, path)))) continue;
       if (await deleteWorkspaceFile(db, userId, workspace, path)) {
         usedBytes -= stored.get(path) ?? 0;
         stored.delete(path);
@@ -298,6 +322,12 @@ async function keepFile(
   const conflict = await conflictingWorkspacePath(db, userId, workspace, file.path);
   if (conflict !== undefined) {
     return { outcome: 'not_kept', reason: `the workspace has a file at ${conflict} in its way` };
+  }
+  if (!state.stored.has(file.path) && state.stored.size >= WORKSPACE_MAX_FILES) {
+    return {
+      outcome: 'not_kept',
+      reason: `the workspace holds ${WORKSPACE_MAX_FILES} files, the most it may`,
+    };
   }
   const replacedBytes = state.stored.get(file.path) ?? 0;
   if (state.usedBytes - replacedBytes + content.byteLength > limits.quotaBytes) {

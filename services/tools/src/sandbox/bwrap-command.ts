@@ -131,8 +131,6 @@ export function bwrapArguments(
     '--new-session',
     '--cap-drop',
     'ALL',
-    '--hostname',
-    'sandbox',
     '--ro-bind',
     '/usr',
     '/usr',
@@ -178,19 +176,16 @@ export function bwrapArguments(
   ];
 }
 
-// The host command: as root, bwrap is first dropped to the sandbox user, so that it runs
-// unprivileged exactly as in the container, where the service is not root.
+// The host command. As root, bwrap is first dropped to the sandbox user, so that it runs
+// unprivileged exactly as in the container, where the service is not root. Not root, its ambient
+// capabilities are cleared first: podman hands a non-root user the container's cap_add ones
+// (SYS_CHROOT, for Chromium) as ambient, and bwrap, not being setuid, refuses to start with
+// capabilities it did not expect. No --hostname in the box for the same container: sethostname
+// needs CAP_SYS_ADMIN under podman's and Docker's seccomp profiles, so the box keeps the
+// container's name in its own UTS namespace.
 export function hostCommand(bwrap: string, hostUser: HostUser | undefined, args: string[]) {
-  if (!hostUser) return { file: bwrap, args };
-  return {
-    file: 'setpriv',
-    args: [
-      `--reuid=${hostUser.uid}`,
-      `--regid=${hostUser.gid}`,
-      '--clear-groups',
-      '--',
-      bwrap,
-      ...args,
-    ],
-  };
+  const drop = hostUser
+    ? [`--reuid=${hostUser.uid}`, `--regid=${hostUser.gid}`, '--clear-groups']
+    : ['--ambient-caps', '-all'];
+  return { file: 'setpriv', args: [...drop, '--', bwrap, ...args] };
 }

@@ -167,7 +167,10 @@ check "the tools image under infra/tools-seccomp.json, SYS_CHROOT alone: Chromiu
 # over tools.invoke from inside the tools container, as the orchestrator asks.
 code_check=infra/ci/sandbox-check.cjs
 tools_run_code() {
-  "${compose[@]}" exec -T tools node - tool <"$code_check"
+  "${compose[@]}" exec -T tools node - tool <"$code_check" && return 0
+  # Why the service offers no run_code, when that is the failure: it logs the reason at start.
+  "${compose[@]}" logs --no-color tools 2>&1 | grep -F sandbox | tail -n 3
+  return 1
 }
 # The image once more, under infra/tools-seccomp.json with compose.yaml's capabilities and
 # unmasked /proc: bubblewrap makes a box there.

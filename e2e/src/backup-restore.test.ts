@@ -97,7 +97,7 @@ describe('a backup of the whole product, restored after a wipe', () => {
     await new Promise<void>((resolve) => receiver.close(() => resolve()));
   });
 
-  it('finds the conversation, facts, files, documents, keys and usage all there, 0 rows lost', async () => {
+  it('finds the conversation, facts, files, documents, workspace files, keys and usage all there, 0 rows lost', async () => {
     const { apiKey } = await fixture.createUser('alice');
     const call = async (method: string, path: string, body?: unknown) => {
       const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
@@ -137,6 +137,14 @@ describe('a backup of the whole product, restored after a wipe', () => {
       action: { type: 'remind', text: 'Water the plants' },
     });
     expect(reminder.status).toBe(201);
+    // A workspace file (run_code's files, kept in the tools schema) as its raw PUT body.
+    const workspaceFile = `/v1/workspaces/conversation/${first.conversationId}/files/data/fares.csv`;
+    const stored = await fetch(`${fixture.stack.gatewayUrl}${workspaceFile}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'text/csv' },
+      body: 'route,eur\nLIS-OPO,39\n',
+    });
+    expect(stored.status, await stored.text()).toBe(201);
     const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const webhook = await call('PUT', '/v1/notifications/channels/webhook', {
       url: hookUrl,
@@ -173,6 +181,7 @@ describe('a backup of the whole product, restored after a wipe', () => {
         'scheduler.schedules',
         'scheduler.runs',
         'tools.notification_channels',
+        'tools.workspace_files',
       ]) {
         expect(before[table], table).toBeGreaterThan(0);
       }
@@ -225,6 +234,7 @@ describe('a backup of the whole product, restored after a wipe', () => {
       'Trip in May',
     );
     expect((await call('GET', `/v1/memory/documents/${documentId}`)).text).toContain('Boat manual');
+    expect((await call('GET', workspaceFile)).text).toBe('route,eur\nLIS-OPO,39\n');
     expect((await call('GET', '/v1/usage')).text).toContain('fake-chat');
     expect(await scheduleRuns()).toContain('"fired"');
     const search = await call('POST', '/v1/memory/search', { query: 'bilge pump' });

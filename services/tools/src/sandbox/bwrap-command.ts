@@ -24,8 +24,8 @@ export type RunDirLayout = {
 export type HostUser = { uid: number; gid: number };
 
 // Inside the box the code runs as this id, whatever host user bwrap runs as.
-export const BOX_UID = 1000;
-export const CODE_DIR_IN_BOX = '/run/code';
+const BOX_UID = 1000;
+const CODE_DIR_IN_BOX = '/run/code';
 
 export const CODE_FILE: Record<SandboxLanguage, string> = {
   python: 'main.py',

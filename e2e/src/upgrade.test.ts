@@ -167,6 +167,7 @@ describe('upgrading a database from the previous release', () => {
         '015_postgres_terms.sql',
         '016_episode_paths.sql',
         '017_document_pages.sql',
+        '018_instructions_and_rules.sql',
       ],
       model_gateway: [],
       scheduler: ['002_schedules.sql', '003_system_jobs.sql'],

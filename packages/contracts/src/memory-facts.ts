@@ -5,7 +5,8 @@ import { defineRpc } from './define';
 // Facts: semantic memory, short statements about the user ("prefers tea", "decided to move to
 // Lisbon"). A fact is never changed in place or erased: an update creates its successor and
 // closes the old version, a forget closes it. Only open (valid) facts are listed by default and
-// found by memory.search.
+// found by memory.search. A fact may be stored with an end ahead ("until Friday"): past it, it
+// is closed as if forgotten, and stays in history.
 
 export const FACT_CONTENT_MAX_CHARS = 2_000;
 export const FACT_TAGS_MAX = 32;
@@ -24,6 +25,9 @@ export const FactCategory = z.enum([
   'insight',
   'reminder',
   'profile',
+  // A standing rule ("always answer in metric"): in every prompt, with the user's instructions,
+  // within INSTRUCTIONS_TOKEN_CAP. Only the user stores one, or approves the agent's proposal.
+  'rule',
 ]);
 export type FactCategory = z.infer<typeof FactCategory>;
 
@@ -56,7 +60,8 @@ export const Fact = z.object({
   importance: FactImportance,
   sourceMessageIds: z.array(Id),
   validFrom: Timestamp,
-  // Set when the fact was updated (then supersededBy names its successor) or forgotten.
+  // Set when the fact was updated (then supersededBy names its successor) or forgotten, or
+  // ahead when it was stored with an end; the fact is open until then.
   validTo: Timestamp.nullable(),
   supersededBy: Id.nullable(),
   createdAt: Timestamp,
@@ -81,6 +86,8 @@ const rememberFields = {
   tags: FactTags.default([]),
   importance: FactImportance.default(FACT_DEFAULT_IMPORTANCE),
   sourceMessageIds: SourceMessageIds.default([]),
+  // When the fact stops holding ("until Friday"); open-ended without it.
+  validTo: Timestamp.optional(),
 };
 // Fields left out keep the current version's.
 const changeFields = {
@@ -129,10 +136,17 @@ export const memoryFactsGet = defineRpc(
   MemoryFactsGetResponse,
 );
 
-// memory.facts.remember: stores a fact at once ("remember that ...").
+// memory.facts.remember: stores a fact at once ("remember that ..."). An open fact that says
+// the same (the same words, or nearly: see isDuplicate) is answered instead of a new one, its
+// importance raised to the higher of the two. A rule that would take the standing instructions
+// past INSTRUCTIONS_TOKEN_CAP answers bad_request.
 export const MemoryFactsRememberRequest = z.object({ userId: Id, ...rememberFields });
 export type MemoryFactsRememberRequest = z.input<typeof MemoryFactsRememberRequest>;
-export const MemoryFactsRememberResponse = z.object({ fact: Fact });
+export const MemoryFactsRememberResponse = z.object({
+  fact: Fact,
+  // The fact was already known: `fact` is the open one that says it, no new row was stored.
+  isDuplicate: z.boolean(),
+});
 export type MemoryFactsRememberResponse = z.infer<typeof MemoryFactsRememberResponse>;
 export const memoryFactsRemember = defineRpc(
   'memory.facts.remember',

@@ -14,6 +14,7 @@ import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
 import { registerHandlers, startCompactionWorker, startExtractionWorker } from './handlers';
+import { registerInstructionsHandlers } from './instructions-handlers';
 import { startDenseIndexer } from './services/dense-index';
 import { DEFAULT_INDEXER, startMessageIndexer } from './services/index-messages';
 import { createMemoryMetrics } from './services/memory-metrics';
@@ -71,6 +72,7 @@ await bootService(
     registerFileHandlers(bus, pool);
     registerDocumentHandlers(bus, pool);
     registerFactHandlers(bus, pool);
+    registerInstructionsHandlers(bus, pool);
     registerForgetHandlers(bus, pool);
     registerExportHandlers(bus, pool);
     registerEpisodeHandlers(bus, pool, { modelTimeoutMs: env.UTILITY_MODEL_TIMEOUT_MS });

@@ -14,7 +14,16 @@ export type FactFields = {
   tags: string[];
   importance: number;
   sourceMessageIds: string[];
+  // When the fact stops holding; open-ended when absent.
+  validTo?: Date;
 };
+
+// A fact is current until its end, which may lie ahead ("until Friday"): past it, it has left
+// recall, search and listings, and is kept as history. Every "current fact" filter is this one.
+export function isOpenFact(alias?: string): string {
+  const column = alias ? `${alias}.valid_to` : 'valid_to';
+  return `(${column} IS NULL OR ${column} > now())`;
+}
 
 export type FactListFilter = {
   userId: string;
@@ -66,8 +75,8 @@ export async function insertFact(
 ): Promise<Fact> {
   const { rows } = await db.query<FactRow>(
     `INSERT INTO memory.facts
-       (id, user_id, category, content, tags, importance, source_message_ids)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+       (id, user_id, category, content, tags, importance, source_message_ids, valid_to)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      RETURNING ${FACT_COLUMNS}`,
     [
       randomUUID(),
@@ -77,6 +86,7 @@ export async function insertFact(
       fields.tags,
       fields.importance,
       fields.sourceMessageIds,
+      fields.validTo ?? null,
     ],
   );
   const row = rows[0];
@@ -112,7 +122,8 @@ export async function lockFact(
   return row ? toFact(row) : undefined;
 }
 
-// Ends a fact's validity, naming its successor when it has one.
+// Ends a fact's validity now, naming its successor when it has one (an end ahead is brought
+// forward).
 export async function closeFact(
   db: PoolClient,
   userId: string,
@@ -130,6 +141,54 @@ export async function closeFact(
   return toFact(row);
 }
 
+// Serialises the storing of one user's facts, until the transaction ends: the remember command,
+// the remember tool and extraction can store the same fact at once, and each must see the
+// other's row before deciding it is new.
+export async function lockUserFacts(db: PoolClient, userId: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('memory.facts'), hashtext($1))`, [userId]);
+}
+
+// The open facts of one tier (standing rules, or all other facts) most like a text: the same
+// text ignoring case, or sharing its terms, best Postgres rank first.
+export async function listFactsLike(
+  db: Queryable,
+  userId: string,
+  like: { content: string; terms: string[]; isRule: boolean },
+  limit: number,
+): Promise<Fact[]> {
+  const { rows } = await db.query<FactRow>(
+    `SELECT ${FACT_COLUMNS} FROM memory.facts f, (SELECT ${termsQuery('$3')} AS q) query
+     WHERE f.user_id = $1 AND ${isOpenFact('f')} AND (f.category = 'rule') = $4
+       AND (lower(f.content) = lower($2) OR f.search @@ query.q)
+     ORDER BY lower(f.content) = lower($2) DESC, ts_rank_cd(f.search, query.q) DESC NULLS LAST,
+       f.created_at DESC
+     LIMIT $5`,
+    [userId, like.content, like.terms, like.isRule, limit],
+  );
+  return rows.map(toFact);
+}
+
+// A fact told again: it keeps the higher importance and the new provenance too. Only these two
+// change in place; what the fact says never does.
+export async function reinforceFact(
+  db: PoolClient,
+  userId: string,
+  id: string,
+  importance: number,
+  sourceMessageIds: string[],
+): Promise<Fact> {
+  const { rows } = await db.query<FactRow>(
+    `UPDATE memory.facts
+     SET importance = greatest(importance, $3), source_message_ids = $4, updated_at = now()
+     WHERE user_id = $1 AND id = $2
+     RETURNING ${FACT_COLUMNS}`,
+    [userId, id, importance, sourceMessageIds],
+  );
+  const row = rows[0];
+  if (!row) throw new Error("fact vanished while its user's facts were locked");
+  return toFact(row);
+}
+
 // Newest first; ties in created_at (facts stored in one transaction) in a fixed order.
 export async function listMatchingFacts(
   db: Queryable,
@@ -139,7 +198,7 @@ export async function listMatchingFacts(
   const { rows } = await db.query<FactRow>(
     `SELECT ${FACT_COLUMNS} FROM memory.facts
      WHERE user_id = $1
-       AND ($2::boolean OR valid_to IS NULL)
+       AND ($2::boolean OR ${isOpenFact()})
        AND ($3::text IS NULL OR category = $3)
        AND ($4::text IS NULL OR tags @> ARRAY[$4::text])
        AND ($5::timestamptz IS NULL OR created_at < $5)
@@ -216,7 +275,7 @@ async function searchFactText(
   if (terms.length === 0 || filter.conversationId !== undefined) return [];
   const { rows } = await db.query<{ id: string }>(
     `SELECT f.id FROM memory.facts f, (SELECT ${termsQuery('$2')} AS q) query
-     WHERE f.user_id = $1 AND f.valid_to IS NULL AND f.search @@ query.q
+     WHERE f.user_id = $1 AND ${isOpenFact('f')} AND f.search @@ query.q
        AND ($3::timestamptz IS NULL OR f.created_at >= $3)
        AND ($4::timestamptz IS NULL OR f.created_at < $4)
      ORDER BY ts_rank_cd(f.search, query.q) DESC, f.created_at DESC
@@ -226,7 +285,7 @@ async function searchFactText(
   return rows.map((row) => row.id);
 }
 
-// Valid facts only: a vector match can still name one invalidated since.
+// Open facts only: a vector match can still name one invalidated since.
 async function loadFacts(db: Queryable, userId: string, ids: string[]): Promise<ItemDetails[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<{
@@ -238,7 +297,7 @@ async function loadFacts(db: Queryable, userId: string, ids: string[]): Promise<
     created_at: Date;
   }>(
     `SELECT id, category, content, tags, importance, created_at FROM memory.facts
-     WHERE user_id = $1 AND id = ANY($2::uuid[]) AND valid_to IS NULL`,
+     WHERE user_id = $1 AND id = ANY($2::uuid[]) AND ${isOpenFact()}`,
     [userId, ids],
   );
   return rows.map((row) => ({
@@ -263,7 +322,7 @@ async function markFactsReturned(db: Queryable, userId: string, ids: string[]): 
     `UPDATE memory.facts SET last_accessed_at = now()
      WHERE id IN (
        SELECT id FROM memory.facts
-       WHERE user_id = $1 AND id = ANY($2::uuid[]) AND valid_to IS NULL
+       WHERE user_id = $1 AND id = ANY($2::uuid[]) AND ${isOpenFact()}
        FOR UPDATE SKIP LOCKED
      )`,
     [userId, ids],

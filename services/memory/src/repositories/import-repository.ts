@@ -1,5 +1,6 @@
 import type { DocumentContentType, FactCategory } from '@jarvis/contracts';
 import type { PoolClient, Queryable } from '@jarvis/db';
+import { isOpenFact } from './facts-repository';
 
 // Restoring an export: rows arrive with their ids already derived for the importing user, and
 // each insert skips rows stored before, so a batch sent twice adds nothing. A batch travels to
@@ -142,7 +143,7 @@ export async function insertRestoredFacts(
        importance int, source_message_ids uuid[], valid_from timestamptz, valid_to timestamptz,
        superseded_by uuid, created_at timestamptz, updated_at timestamptz)
      ON CONFLICT DO NOTHING
-     RETURNING id, content, created_at, valid_to IS NULL AS is_valid`,
+     RETURNING id, content, created_at, ${isOpenFact()} AS is_valid`,
     [
       userId,
       JSON.stringify(

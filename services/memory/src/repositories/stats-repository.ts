@@ -1,4 +1,5 @@
 import type { Queryable } from '@jarvis/db';
+import { isOpenFact } from './facts-repository';
 
 // Items memory holds, by kind, of every user: what is live (a forgotten message, a fact changed
 // or forgotten, a deleted file are not). Episodes are the files under episodes/. Read for the
@@ -8,7 +9,7 @@ export async function countItemsByKind(db: Queryable): Promise<Record<string, nu
     `SELECT 'message' AS kind, count(*)::int AS items
        FROM memory.messages WHERE forgotten_at IS NULL
      UNION ALL
-     SELECT 'fact', count(*)::int FROM memory.facts WHERE valid_to IS NULL
+     SELECT 'fact', count(*)::int FROM memory.facts WHERE ${isOpenFact()}
      UNION ALL
      SELECT 'summary', count(*)::int FROM memory.summaries
      UNION ALL

@@ -1,6 +1,7 @@
 import { BusError } from '@jarvis/bus';
 import {
   FACT_HISTORY_MAX,
+  FACT_SOURCE_MESSAGES_MAX,
   type Fact,
   type MemoryFactsForgetRequest,
   type MemoryFactsForgetResponse,
@@ -24,12 +25,17 @@ import {
   type FactFields,
   findFact,
   insertFact,
+  listFactsLike,
   listMatchingFacts,
   listOlderVersions,
   lockFact,
+  lockUserFacts,
+  reinforceFact,
 } from '../repositories/facts-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
 import { readTerms } from '../repositories/terms-repository';
+import { isSameFact } from './fact-text';
+import { ensureRuleFits } from './instructions-service';
 
 type ListRequest = z.output<typeof MemoryFactsListRequest>;
 type GetRequest = z.output<typeof MemoryFactsGetRequest>;
@@ -42,8 +48,56 @@ function factNotFound(): BusError {
   return new BusError('not_found', 'fact not found');
 }
 
-// Stores one fact version and makes it searchable in the same transaction.
-export async function storeFact(db: PoolClient, userId: string, fields: FactFields): Promise<Fact> {
+// The open facts a new one is compared with: a repeat shares the new fact's rarest words, so
+// it ranks among the first few by them.
+const DUPLICATE_CANDIDATES = 5;
+
+export type StoredFact = { fact: Fact; isDuplicate: boolean };
+
+// The one way a new fact is stored (the remember command, the remember tool, extraction, the
+// API), so that one fact told through several of them is stored once: an open fact that says
+// the same is answered instead, told again (its importance the higher of the two). The user's
+// facts are locked until the transaction ends, so two of these at once take turns and the
+// second finds the first's row. A rule is compared with rules only, and other facts with other
+// facts: a preference the user raises to a standing rule becomes one.
+export async function storeFact(
+  db: PoolClient,
+  userId: string,
+  fields: FactFields,
+): Promise<StoredFact> {
+  await lockUserFacts(db, userId);
+  const isRule = fields.category === 'rule';
+  const [terms = []] = await readTerms(db, [fields.content]);
+  const candidates = await listFactsLike(
+    db,
+    userId,
+    { content: fields.content, terms, isRule },
+    DUPLICATE_CANDIDATES,
+  );
+  const known = candidates.find((candidate) => isSameFact(candidate.content, fields.content));
+  if (known) {
+    const sources = [...new Set([...known.sourceMessageIds, ...fields.sourceMessageIds])];
+    const fact = await reinforceFact(
+      db,
+      userId,
+      known.id,
+      fields.importance,
+      sources.slice(-FACT_SOURCE_MESSAGES_MAX),
+    );
+    return { fact, isDuplicate: true };
+  }
+  if (isRule) await ensureRuleFits(db, userId, fields.content);
+  return { fact: await storeFactVersion(db, userId, fields), isDuplicate: false };
+}
+
+// Stores one fact version as given and makes it searchable in the same transaction: the
+// successor of an update (which may say what its predecessor said, with other tags), or a new
+// fact once storeFact found it new.
+export async function storeFactVersion(
+  db: PoolClient,
+  userId: string,
+  fields: FactFields,
+): Promise<Fact> {
   const fact = await insertFact(db, userId, fields);
   await indexFact(db, userId, fact);
   return fact;
@@ -82,10 +136,15 @@ export async function invalidateFact(
   return closed;
 }
 
+// Open until its end, which may lie ahead.
+export function isOpen(fact: Pick<Fact, 'validTo'>, now = new Date()): boolean {
+  return fact.validTo === null || Date.parse(fact.validTo) > now.getTime();
+}
+
 async function lockValidFact(db: PoolClient, userId: string, id: string): Promise<Fact> {
   const fact = await lockFact(db, userId, id);
   if (!fact) throw factNotFound();
-  if (fact.validTo !== null) throw new BusError('conflict', 'fact is no longer valid');
+  if (!isOpen(fact)) throw new BusError('conflict', 'fact is no longer valid');
   return fact;
 }
 
@@ -143,31 +202,40 @@ export async function rememberFact(
   request: RememberRequest,
 ): Promise<MemoryFactsRememberResponse> {
   await requireOwnMessages(pool, request.userId, request.sourceMessageIds);
-  return withTransaction(pool, async (db) => ({
-    fact: await storeFact(db, request.userId, {
+  return withTransaction(pool, (db) =>
+    storeFact(db, request.userId, {
       category: request.category,
       content: request.content,
       tags: request.tags,
       importance: request.importance,
       sourceMessageIds: request.sourceMessageIds,
+      validTo: request.validTo ? new Date(request.validTo) : undefined,
     }),
-  }));
+  );
 }
 
-// The successor keeps whatever the request leaves out, provenance included.
+// The successor keeps whatever the request leaves out, provenance and end included. A rule
+// that grows (or a fact that becomes one) must still fit the instructions' cap.
 export async function updateFact(
   pool: Pool,
   request: UpdateRequest,
 ): Promise<MemoryFactsUpdateResponse> {
   return withTransaction(pool, async (db) => {
     const current = await lockValidFact(db, request.userId, request.id);
-    const fact = await storeFact(db, request.userId, {
+    const fields = {
       category: request.category ?? current.category,
       content: request.content ?? current.content,
       tags: request.tags ?? current.tags,
       importance: request.importance ?? current.importance,
       sourceMessageIds: current.sourceMessageIds,
-    });
+      validTo: current.validTo ? new Date(current.validTo) : undefined,
+    };
+    if (fields.category === 'rule') {
+      await lockUserFacts(db, request.userId);
+      const replacing = current.category === 'rule' ? current.id : undefined;
+      await ensureRuleFits(db, request.userId, fields.content, replacing);
+    }
+    const fact = await storeFactVersion(db, request.userId, fields);
     await invalidateFact(db, request.userId, current.id, fact.id);
     return { fact };
   });

@@ -17,7 +17,7 @@ import {
 } from '../repositories/messages-repository';
 import { removeTermCounts } from '../repositories/term-stats-repository';
 import { readTerms } from '../repositories/terms-repository';
-import { invalidateFact } from './facts-service';
+import { invalidateFact, isOpen } from './facts-service';
 import { searchMemory } from './search-service';
 
 type PreviewRequest = z.output<typeof MemoryForgetPreviewRequest>;
@@ -67,7 +67,7 @@ export async function applyForget(
     let forgotten = 0;
     for (const id of factIds) {
       const fact = await lockFact(db, request.userId, id);
-      if (!fact || fact.validTo !== null) continue;
+      if (!fact || !isOpen(fact)) continue;
       await invalidateFact(db, request.userId, id, null);
       forgotten += 1;
     }

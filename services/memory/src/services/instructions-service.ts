@@ -1,0 +1,87 @@
+import { BusError } from '@jarvis/bus';
+import {
+  INSTRUCTIONS_TOKEN_CAP,
+  type MemoryInstructionsGetRequest,
+  type MemoryInstructionsPutRequest,
+  type MemoryInstructionsResponse,
+} from '@jarvis/contracts';
+import { type Pool, type PoolClient, type Queryable, withTransaction } from '@jarvis/db';
+import { estimateTokens } from '@jarvis/tokens';
+import type { z } from 'zod';
+import { lockUserFacts } from '../repositories/facts-repository';
+import { findInstructions, saveInstructions } from '../repositories/instructions-repository';
+import { listStandingRules } from '../repositories/profile-repository';
+
+type GetRequest = z.output<typeof MemoryInstructionsGetRequest>;
+type PutRequest = z.output<typeof MemoryInstructionsPutRequest>;
+
+// Tokens are counted with the estimate counter, not the model's: the cap must mean the same
+// whichever model answers, and the UI shows the same figure.
+function tokensOfRules(rules: { id: string; content: string }[], leftOut?: string): number {
+  return rules
+    .filter((rule) => rule.id !== leftOut)
+    .reduce((sum, rule) => sum + estimateTokens(rule.content), 0);
+}
+
+async function readInstructions(db: Queryable, userId: string) {
+  const [text, rules] = await Promise.all([
+    findInstructions(db, userId),
+    listStandingRules(db, userId),
+  ]);
+  return { text: text ?? '', rulesTokens: tokensOfRules(rules) };
+}
+
+function overCap(used: number, adding: number): BusError {
+  return new BusError(
+    'bad_request',
+    `standing instructions and rules are capped at ${INSTRUCTIONS_TOKEN_CAP} tokens: ` +
+      `${used} are in use and this needs ${adding}; shorten or remove some first`,
+  );
+}
+
+export async function getInstructions(
+  pool: Pool,
+  request: GetRequest,
+): Promise<MemoryInstructionsResponse> {
+  const { text, rulesTokens } = await readInstructions(pool, request.userId);
+  return {
+    instructions: { text, tokens: estimateTokens(text), cap: INSTRUCTIONS_TOKEN_CAP, rulesTokens },
+  };
+}
+
+// Under the lock that rules are stored under, so a rule and the text cannot pass the cap
+// together by each fitting alone.
+export async function putInstructions(
+  pool: Pool,
+  request: PutRequest,
+): Promise<MemoryInstructionsResponse> {
+  return withTransaction(pool, async (db) => {
+    await lockUserFacts(db, request.userId);
+    const { text: old, rulesTokens } = await readInstructions(db, request.userId);
+    const tokens = estimateTokens(request.text);
+    if (rulesTokens + tokens > INSTRUCTIONS_TOKEN_CAP) {
+      throw overCap(rulesTokens + estimateTokens(old), tokens);
+    }
+    await saveInstructions(db, request.userId, request.text);
+    return {
+      instructions: { text: request.text, tokens, cap: INSTRUCTIONS_TOKEN_CAP, rulesTokens },
+    };
+  });
+}
+
+// Refuses a rule that would take the instructions and rules past the cap. `replacing` is the
+// rule it succeeds, whose tokens it frees. The caller holds lockUserFacts.
+export async function ensureRuleFits(
+  db: PoolClient,
+  userId: string,
+  content: string,
+  replacing?: string,
+): Promise<void> {
+  const [text, rules] = await Promise.all([
+    findInstructions(db, userId),
+    listStandingRules(db, userId),
+  ]);
+  const used = estimateTokens(text ?? '') + tokensOfRules(rules, replacing);
+  const adding = estimateTokens(content);
+  if (used + adding > INSTRUCTIONS_TOKEN_CAP) throw overCap(used, adding);
+}

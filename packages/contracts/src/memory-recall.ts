@@ -61,7 +61,22 @@ export type RecalledSummary = z.infer<typeof RecalledSummary>;
 // Each candidate with its text's tokens, in the request's tokenizer.
 const Tokens = { tokens: z.number().int().nonnegative() };
 
+// A skill as the prompt's index names it (memory file skills/<name>.md); its procedure comes
+// only through the skill_load tool.
+export const SkillSummary = z.object({ name: z.string(), description: z.string() });
+export type SkillSummary = z.infer<typeof SkillSummary>;
+
+// The user's standing instructions and rules are always in the prompt, whole: memory keeps them
+// within INSTRUCTIONS_TOKEN_CAP together, so they are never fitted or cut. Skills are only named.
+// The three default to empty so that an answer without them (a memory service of an older
+// version, mid-upgrade) still reads.
 export const MemoryRecallResponse = z.object({
+  instructions: z
+    .object({ text: z.string(), ...Tokens })
+    .nullable()
+    .default(null),
+  rules: z.array(z.object({ id: Id, content: z.string(), ...Tokens })).default([]),
+  skills: z.array(SkillSummary).default([]),
   profile: z.array(z.object({ id: Id, content: z.string(), ...Tokens })),
   relevant: z.array(RecalledItem.extend(Tokens)),
   summaries: z.array(RecalledSummary.extend(Tokens)),

@@ -9,6 +9,7 @@ import {
   screenshotOf,
   ToolCall,
   type ToolFile,
+  type ToolRisk,
   type ToolScreenshot,
   type TurnEvent,
   toolFilesOf,
@@ -65,9 +66,12 @@ export type LoopResult = {
   costUsd: number;
   // Set when a guardrail ended the turn: what tripped.
   guardrail?: string;
-  // Set when a risky tool call waits for the user: the call, and the loop to go on with.
-  paused?: { call: ToolCall; state: LoopState };
+  // Set when a tool call waits for the user: the call, the loop to go on with, and what the user
+  // is asked for (an approval of a risky call, or the answer to a tool's question).
+  paused?: { call: ToolCall; state: LoopState; kind: PauseKind };
 };
+
+export type PauseKind = 'approval' | 'question';
 
 // Where the loop stands: enough to go on later, after a restart (it is stored as JSON with the
 // approval it waits for, and checked when read back).
@@ -84,12 +88,13 @@ export const LoopStateSchema = z.object({
 });
 type LoopState = z.infer<typeof LoopStateSchema>;
 
-export type LoopStart =
-  | { prompt: ChatMessage[] }
-  | {
-      state: LoopState;
-      decision: { toolCallId: string; status: 'approved' | 'denied' | 'expired' };
-    };
+// What the user said about the call the loop paused on: their approval of a risky call, or
+// their answer to a question (null when it expired unanswered).
+export type LoopDecision =
+  | { toolCallId: string; status: 'approved' | 'denied' | 'expired' }
+  | { toolCallId: string; status: 'answered'; answer: string | null };
+
+export type LoopStart = { prompt: ChatMessage[] } | { state: LoopState; decision: LoopDecision };
 
 // A model error: final for the turn (model-gateway already retried and fell back).
 export class ModelFailure extends Error {
@@ -168,7 +173,8 @@ export type LoopDeps = {
 // The tool loop: the model answers or asks for tools; their results (validated, time-limited,
 // capped) go back to it until it answers. Guardrails end a turn that runs too long, too many
 // steps, too many tokens, or in circles, with words the user can read. A risky tool call pauses
-// the loop until its user decides; the loop then starts again from its saved state.
+// the loop until its user decides, and a tool's question until they answer; the loop then starts
+// again from its saved state.
 export async function runAgentLoop(
   deps: LoopDeps,
   run: LoopRun,
@@ -205,9 +211,15 @@ export async function runAgentLoop(
     while (state.pending.length > 0) {
       stopIfCancelled(deps);
       const call = state.pending[0] as ToolCall;
-      const decided = decision?.toolCallId === call.id ? decision.status : undefined;
-      if (byName.get(call.name)?.risk === 'risky' && decided === undefined) {
-        return result(askApproval(call), { paused: { call, state } });
+      const tool = byName.get(call.name);
+      const decided = decision?.toolCallId === call.id ? decision : undefined;
+      if (tool?.pausesForAnswer && decided === undefined) {
+        return result(state.last?.content.trim() ?? '', {
+          paused: { call, state, kind: 'question' },
+        });
+      }
+      if (tool && riskOf(tool, call) === 'risky' && decided === undefined) {
+        return result(askApproval(call), { paused: { call, state, kind: 'approval' } });
       }
       state.pending.shift();
       const key = `${call.name}:${canonical(call.arguments)}`;
@@ -221,12 +233,14 @@ export async function runAgentLoop(
         );
       }
       let content: string;
-      if (decided === 'denied' || decided === 'expired') {
-        recordDeniedCall(call, decided);
+      if (decided?.status === 'answered') {
+        content = answerOf(deps, call, decided.answer);
+      } else if (decided?.status === 'denied' || decided?.status === 'expired') {
+        recordDeniedCall(call, decided.status);
         deps.recorder.recordDenied(call.name);
         content = JSON.stringify({
           error:
-            decided === 'denied'
+            decided.status === 'denied'
               ? 'The user denied this call. Do not try it again; answer without it.'
               : 'The user did not approve this call in time. Answer without it.',
         });
@@ -237,7 +251,7 @@ export async function runAgentLoop(
         content = await withSpan(
           `execute_tool ${byName.has(call.name) ? call.name : UNKNOWN_TOOL}`,
           { attributes: executeToolAttributes(call) },
-          (span) => callTool(deps, run, byName.get(call.name), call, deadline, span),
+          (span) => callTool(deps, run, tool, call, deadline, span),
         );
       }
       state.messages.push({ role: 'tool', toolCallId: call.id, content });
@@ -286,6 +300,28 @@ export async function runAgentLoop(
     });
     state.pending = [...answer.toolCalls];
   }
+}
+
+// A tool may weigh a call by its arguments (a memory write is risky only for a skill's file);
+// the arguments are the model's, unchecked, so riskOf must not trust their shape.
+function riskOf(tool: AgentTool, call: ToolCall): ToolRisk {
+  return tool.riskOf?.(call.arguments) ?? tool.risk;
+}
+
+// The user's answer to a tool's question is that call's result: the tool never runs. Recorded as
+// the call's step, so the run shows what was asked and what came back.
+function answerOf(deps: LoopDeps, call: ToolCall, answer: string | null): string {
+  const content = JSON.stringify(answer === null ? { answer: null, expired: true } : { answer });
+  deps.recorder.record({
+    kind: 'tool',
+    name: call.name,
+    status: 'ok',
+    input: call.arguments,
+    output: { result: cap(content, 500) },
+    startedAt: new Date(),
+    durationMs: 0,
+  });
+  return content;
 }
 
 function askApproval(call: ToolCall): string {

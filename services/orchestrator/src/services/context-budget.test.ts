@@ -144,6 +144,9 @@ const stored = (id: string, content: string, tokens: number) => ({
   tokens,
 });
 
+// A recall with no instructions, rules or skills.
+const NOTHING_STANDING = { instructions: null, rules: [], skills: [] };
+
 describe('fitContext', () => {
   const fact = (tokens: number) => ({ id: randomUUID(), content: `fact of ${tokens}`, tokens });
   const item = (tokens: number) => ({
@@ -168,6 +171,7 @@ describe('fitContext', () => {
       ...[1, 2, 3].map((n) => stored(randomUUID(), `m${n}`, 100)),
     ];
     const recall: MemoryRecallResponse = {
+      ...NOTHING_STANDING,
       // 10 % of 1,000: the first two facts.
       profile: [fact(40), fact(50), fact(30)],
       // 15 %: the best two items, not a lower-ranked one that would fit after.
@@ -190,6 +194,7 @@ describe('fitContext', () => {
   it('keeps the newest message, the one to answer, even when it alone passes the budget', () => {
     const own = stored(randomUUID(), 'a very long question', 900);
     const recall: MemoryRecallResponse = {
+      ...NOTHING_STANDING,
       profile: [],
       relevant: [],
       summaries: [],
@@ -204,6 +209,7 @@ describe('describeContext', () => {
   it("records the budget and each part's tokens, the new message apart", async () => {
     const userMessageId = randomUUID();
     const recall: MemoryRecallResponse = {
+      ...NOTHING_STANDING,
       profile: [{ id: randomUUID(), content: 'Lives in Oslo.', tokens: 4 }],
       relevant: [],
       summaries: [],

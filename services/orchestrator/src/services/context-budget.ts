@@ -130,6 +130,9 @@ export function fitContext(recall: MemoryRecallResponse, tokenBudget: number): F
   const used = profile.tokens + relevant.tokens + summaries.tokens;
   const recent = fitWithin([...recall.recent].reverse(), Math.max(tokenBudget - used, 0), 1);
   return {
+    instructions: recall.instructions,
+    rules: recall.rules,
+    skills: recall.skills,
     profile: profile.items,
     relevant: relevant.items,
     summaries: summaries.items.reverse(),

@@ -1,4 +1,4 @@
-import type { ToolDefinition } from '@jarvis/contracts';
+import type { ToolDefinition, ToolRisk } from '@jarvis/contracts';
 import { z } from 'zod';
 
 export type ToolContext = {
@@ -20,7 +20,13 @@ export type ToolContext = {
 // itself (the model's output is never trusted) and throws ToolInputError when they are wrong.
 export type AgentTool = {
   definition: Required<ToolDefinition>;
-  risk: 'safe' | 'risky';
+  risk: ToolRisk;
+  // The risk of one call, when it depends on the arguments (the loop uses it over `risk`). It
+  // sees the model's arguments unchecked, so it must not assume their shape.
+  riskOf?(args: Record<string, unknown>): ToolRisk;
+  // A tool that asks the user something: the loop pauses on its call (kind `question`) and the
+  // user's answer becomes the call's result; `run` is not called.
+  pausesForAnswer?: boolean;
   // How long a call may take when the tool needs longer than the loop's TOOL_TIMEOUT_MS (the
   // tools service says so for run_code); still cut at the turn's deadline.
   timeoutMs?: number;

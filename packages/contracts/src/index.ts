@@ -21,6 +21,7 @@ export * from './memory-extraction-requested';
 export * from './memory-facts';
 export * from './memory-files';
 export * from './memory-forget';
+export * from './memory-instructions';
 export * from './memory-messages-append';
 export * from './memory-messages-get';
 export * from './memory-messages-import';

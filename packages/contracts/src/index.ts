@@ -28,6 +28,7 @@ export * from './memory-messages-import';
 export * from './memory-messages-list';
 export * from './memory-recall';
 export * from './memory-search';
+export * from './memory-skills';
 export * from './model-chat';
 export * from './model-embed';
 export * from './model-route';

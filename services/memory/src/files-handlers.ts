@@ -9,6 +9,8 @@ import {
   memoryFilesRestore,
   memoryFilesSearch,
   memoryFilesWrite,
+  memorySkillsList,
+  memorySkillsLoad,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import {
@@ -22,7 +24,9 @@ import {
   searchFiles,
   writeFile,
 } from './services/files-service';
+import { listSkills, loadSkill } from './services/skills';
 
+// Skills are memory files (skills/<name>.md), so their subjects are served with the files'.
 export function registerFileHandlers(bus: Bus, pool: Pool) {
   return [
     bus.serve(memoryFilesList, (request) => listFiles(pool, request)),
@@ -34,5 +38,9 @@ export function registerFileHandlers(bus: Bus, pool: Pool) {
     bus.serve(memoryFilesDelete, (request) => deleteFile(pool, request)),
     bus.serve(memoryFilesHistory, (request) => listFileHistory(pool, request)),
     bus.serve(memoryFilesRestore, (request) => restoreFile(pool, request)),
+    bus.serve(memorySkillsList, async (request) => ({
+      skills: await listSkills(pool, request.userId),
+    })),
+    bus.serve(memorySkillsLoad, (request) => loadSkill(pool, request)),
   ];
 }

@@ -92,6 +92,42 @@ export async function listLiveFiles(
   }));
 }
 
+export type FileHead = { path: string; head: string };
+
+// The first `headChars` characters of each live file under the prefix, in path order: enough
+// for a skill's front matter without reading whole procedures.
+export async function listLiveFileHeads(
+  db: Queryable,
+  userId: string,
+  prefix: string,
+  headChars: number,
+  limit: number,
+): Promise<FileHead[]> {
+  const { rows } = await db.query<FileHead>(
+    `SELECT path, left(content, $3) AS head FROM memory.files
+     WHERE user_id = $1 AND deleted_at IS NULL AND starts_with(path, $2)
+     ORDER BY path COLLATE "C"
+     LIMIT $4`,
+    [userId, prefix, headChars, limit],
+  );
+  return rows;
+}
+
+// Live files under the prefix other than the one at `exceptPath`.
+export async function countOtherLiveFiles(
+  db: Queryable,
+  userId: string,
+  prefix: string,
+  exceptPath: string,
+): Promise<number> {
+  const { rows } = await db.query<{ count: string }>(
+    `SELECT count(*) FROM memory.files
+     WHERE user_id = $1 AND deleted_at IS NULL AND starts_with(path, $2) AND path <> $3`,
+    [userId, prefix, exceptPath],
+  );
+  return Number(rows[0]?.count ?? 0);
+}
+
 export async function findLiveFile(
   db: Queryable,
   userId: string,

@@ -36,6 +36,7 @@ import {
   updateFileContent,
 } from '../repositories/files-repository';
 import { indexFile, unindexFile } from './index-files';
+import { refuseInvalidSkill, refuseSkillPastLimit } from './skills';
 
 type FileRequest = { userId: string; path: string };
 
@@ -60,13 +61,15 @@ function toInfo(file: StoredFile): MemoryFileInfo {
   };
 }
 
-// Keeps the version being replaced, then writes the next one over it.
+// Keeps the version being replaced, then writes the next one over it. Writes, edits and
+// restores all pass here, so a skill's file is checked here.
 async function replaceCurrentVersion(
   db: PoolClient,
   userId: string,
   current: StoredFile,
   next: FileContentFields,
 ): Promise<StoredFile> {
+  refuseInvalidSkill(current.path, next.content);
   await archiveCurrentVersion(db, userId, current.id);
   const file = await updateFileContent(db, userId, current.id, next);
   await indexFile(db, userId, file, current);
@@ -117,6 +120,8 @@ async function insertIndexedFile(
   db: PoolClient,
   request: WriteRequest,
 ): Promise<StoredFile | undefined> {
+  refuseInvalidSkill(request.path, request.content);
+  await refuseSkillPastLimit(db, request.userId, request.path);
   const created = await insertFile(db, {
     userId: request.userId,
     path: request.path,

@@ -25,6 +25,13 @@ import {
   memoryFilesSearch,
   memoryFilesWrite,
 } from '../../memory-files';
+import {
+  MemorySkillsListResponse,
+  memorySkillsList,
+  SKILL_DESCRIPTION_MAX_CHARS,
+  SKILL_NAME_RULE,
+  SKILLS_MAX,
+} from '../../memory-skills';
 import { type Endpoint, json } from '../endpoint';
 
 export const FILES_ENDPOINTS: Endpoint[] = [
@@ -137,5 +144,17 @@ export const FILES_ENDPOINTS: Endpoint[] = [
       rpc: memoryFilesSearch,
       toRequest: ({ query, userId }) => ({ query: query.q, limit: query.limit, userId }),
     },
+  },
+  {
+    method: 'get',
+    path: '/v1/memory/skills',
+    summary: 'List your skills by name',
+    description: `What the prompt's skill index shows of each skill: its name and description. A skill is the memory file skills/<name>.md (<name> being ${SKILL_NAME_RULE}), written, read and deleted like any other file: it starts with the lines "---", "name: <name>", "description: <one line of at most ${SKILL_DESCRIPTION_MAX_CHARS} characters>" and "---", and the procedure follows. A write to skills/ that is not a skill answers 400; a new skill past ${SKILLS_MAX} answers 409.`,
+    tag: 'files',
+    auth: 'user',
+    status: 200,
+    response: json(MemorySkillsListResponse),
+    errors: ['timeout'],
+    forward: { rpc: memorySkillsList },
   },
 ];

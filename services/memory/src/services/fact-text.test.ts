@@ -7,6 +7,12 @@ describe('isSameFact', () => {
     expect(isSameFact('I am allergic to peanuts.', 'i am  allergic to peanuts')).toBe(true);
   });
 
+  it("takes the user's words and extraction's for the same fact", () => {
+    expect(isSameFact('I am allergic to peanuts', 'The user is allergic to peanuts.')).toBe(true);
+    expect(isSameFact("I'm allergic to peanuts", 'User is allergic to peanuts')).toBe(true);
+    expect(isSameFact('I start work before noon', 'I start work after noon')).toBe(false);
+  });
+
   it('takes a near repeat for the same fact', () => {
     expect(
       isSameFact(

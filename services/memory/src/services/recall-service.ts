@@ -5,20 +5,24 @@ import {
   RECALL_PROFILE_LIMIT,
   RECALL_RELEVANT_LIMIT,
   RECALL_SUMMARY_LIMIT,
+  SKILLS_FOLDER,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { loadTokenCounter } from '@jarvis/tokens';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
+import { findInstructions } from '../repositories/instructions-repository';
 import {
   findMessagesStoredAfter,
   listRecentMessages,
   type RecentMessage,
 } from '../repositories/messages-repository';
-import { listProfileFacts } from '../repositories/profile-repository';
+import { listProfileFacts, listStandingRules } from '../repositories/profile-repository';
 import { listSummaries } from '../repositories/summaries-repository';
 import type { DenseIndex } from './dense-index';
+import { fileExcerpt } from './file-excerpt';
 import { searchMemoryViews } from './search-service';
+import { listSkills } from './skills';
 
 type RecallRequest = z.output<typeof MemoryRecallRequest>;
 
@@ -28,6 +32,14 @@ type RecallRequest = z.output<typeof MemoryRecallRequest>;
 // cat is called Biscotti" ranked below the 60th item for "What is the name of our cat?", first
 // among facts.
 const FACT_SLOTS = 3;
+// Memory files (episodes, weekly roll-ups, notes, mission lessons) found by a search of the
+// files alone, after those facts: an episode retells a turn whose messages share its words, and
+// among many messages those would crowd it out.
+const FILE_SLOTS = 2;
+// Skills are not recalled as files: the prompt names them all in its index, and their
+// procedures come only through skill_load. A search of files may find them first, so it asks
+// for this many more.
+const FILE_VIEW_SLACK = 5;
 
 export async function recallContext(
   pool: Pool,
@@ -39,9 +51,10 @@ export async function recallContext(
   const views = [
     { kinds: ['fact'], limit: FACT_SLOTS + RECALL_PROFILE_LIMIT },
     {
-      kinds: ['message', 'fact', 'summary', 'document'],
-      limit: RECALL_RELEVANT_LIMIT + request.recentLimit,
+      kinds: ['message', 'fact', 'summary', 'document', 'file'],
+      limit: RECALL_RELEVANT_LIMIT + request.recentLimit + FILE_VIEW_SLACK,
     },
+    { kinds: ['file'], limit: FILE_SLOTS + FILE_VIEW_SLACK },
   ] as const;
   const search = query?.trim()
     ? searchMemoryViews(
@@ -51,39 +64,57 @@ export async function recallContext(
         now,
         dense,
       )
-    : Promise.resolve([{ results: [] }, { results: [] }] as const);
+    : Promise.resolve([{ results: [] }, { results: [] }, { results: [] }] as const);
   // All side by side, the conversation's owner checked with the rest: every read is scoped by the
   // user, so another user's conversation yields nothing before it is refused.
-  const [conversationId, counter, profileFacts, summaries, recent, [facts, found]] =
-    await Promise.all([
-      findConversation(pool, request.userId, request.conversationId),
-      loadTokenCounter(request.tokenizer),
-      listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
-      listSummaries(pool, request.userId, request.conversationId, RECALL_SUMMARY_LIMIT),
-      listRecentMessages(
-        pool,
-        request.userId,
-        request.conversationId,
-        request.recentLimit,
-        messageId,
-      ),
-      search,
-    ]);
+  const [
+    conversationId,
+    counter,
+    instructionsText,
+    rules,
+    skills,
+    profileFacts,
+    summaries,
+    recent,
+    [facts, found, files],
+  ] = await Promise.all([
+    findConversation(pool, request.userId, request.conversationId),
+    loadTokenCounter(request.tokenizer),
+    findInstructions(pool, request.userId),
+    listStandingRules(pool, request.userId),
+    listSkills(pool, request.userId),
+    listProfileFacts(pool, request.userId, RECALL_PROFILE_LIMIT),
+    listSummaries(pool, request.userId, request.conversationId, RECALL_SUMMARY_LIMIT),
+    listRecentMessages(
+      pool,
+      request.userId,
+      request.conversationId,
+      request.recentLimit,
+      messageId,
+    ),
+    search,
+  ]);
   if (!conversationId) throw new BusError('not_found', 'conversation not found');
   const dialogue = toDialogue(recent, messageId);
   const limit = request.tokenLimit;
   const withTokens = <T>(item: T, text: string) => ({ ...item, tokens: counter.count(text) });
 
   const profile = keepWithin(profileFacts, limit, (fact) => withTokens(fact, fact.content));
-  // What the prompt may show anyway (recent messages, profile facts) is not recalled twice.
+  // What the prompt shows anyway (recent messages, profile facts, rules, the skills' index) is
+  // not recalled twice.
   const shown = new Set([
     ...dialogue.map((message) => message.id),
     ...profile.map((fact) => fact.id),
+    ...rules.map((rule) => rule.id),
   ]);
-  const newFacts = facts.results.filter((result) => !shown.has(result.id)).slice(0, FACT_SLOTS);
+  const isRecallable = (result: SearchResult) => !shown.has(result.id) && !isSkillFile(result);
+  const newFacts = facts.results.filter(isRecallable).slice(0, FACT_SLOTS);
+  const newFiles = files.results.filter(isRecallable).slice(0, FILE_SLOTS);
   const candidates = [
-    ...new Map([...newFacts, ...found.results].map((result) => [result.id, result])).values(),
-  ].filter((result) => !shown.has(result.id));
+    ...new Map(
+      [...newFacts, ...newFiles, ...found.results].map((result) => [result.id, result]),
+    ).values(),
+  ].filter(isRecallable);
   // Messages stored after the turn's own are not its past: they wait for their turns. Their
   // order is memory's (seq), which their times do not always follow (two appends at once), so
   // it is asked, in one statement, whenever the search found messages.
@@ -104,7 +135,7 @@ export async function recallContext(
       const item = {
         kind: result.kind,
         id: result.id,
-        text: result.text,
+        text: result.kind === 'file' ? fileExcerpt(result.text) : result.text,
         createdAt: result.createdAt,
       };
       const cited = citationOf(result);
@@ -128,7 +159,14 @@ export async function recallContext(
     ({ replyTo: _replyTo, ...message }) => withTokens(message, message.content),
     1,
   );
+  // Instructions and rules are never fitted: they are capped together when they are written.
+  const instructions = instructionsText?.trim()
+    ? withTokens({ text: instructionsText }, instructionsText)
+    : null;
   return {
+    instructions,
+    rules: rules.map((rule) => withTokens(rule, rule.content)),
+    skills,
     profile,
     relevant,
     summaries: keptSummaries.reverse(),
@@ -136,13 +174,18 @@ export async function recallContext(
   };
 }
 
-// Where a document chunk came from, from its search metadata: the document's title, and the page
-// the chunk begins on when the document has pages.
-function citationOf(result: {
-  kind: string;
-  metadata: Record<string, unknown>;
-}): { title: string; page?: number } | undefined {
-  const { title, page } = result.metadata;
+type SearchResult = { id: string; kind: string; metadata: Record<string, unknown> };
+
+function isSkillFile(result: SearchResult): boolean {
+  const { path } = result.metadata;
+  return result.kind === 'file' && typeof path === 'string' && path.startsWith(SKILLS_FOLDER);
+}
+
+// Where an item came from, from its search metadata: a document chunk's document title and the
+// page the chunk begins on when the document has pages; a memory file's path.
+function citationOf(result: SearchResult): { title: string; page?: number } | undefined {
+  const { title, page, path } = result.metadata;
+  if (result.kind === 'file' && typeof path === 'string') return { title: path };
   if (result.kind !== 'document' || typeof title !== 'string') return undefined;
   return typeof page === 'number' ? { title, page } : { title };
 }

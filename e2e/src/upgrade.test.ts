@@ -161,6 +161,7 @@ describe('upgrading a database from the previous release', () => {
         '008_mission_idempotency.sql',
         '009_run_schedule.sql',
         '010_mission_trace.sql',
+        '011_mission_questions.sql',
       ],
       memory: [
         '014_import_batches.sql',

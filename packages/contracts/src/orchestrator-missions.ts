@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp, Usage } from './common';
+import { Id, MESSAGE_MAX_CHARS, Timestamp, TimeZone, Usage } from './common';
 import { defineEvent, defineRpc } from './define';
 import { ErrorInfo } from './errors';
 
@@ -22,12 +22,14 @@ export const MissionStatus = z.enum([
 ]);
 export type MissionStatus = z.infer<typeof MissionStatus>;
 
-// queued: its dependencies are done and it waits for a worker. skipped: a task it depends on did
-// not complete, or the mission ended first.
+// queued: its dependencies are done and it waits for a worker. waiting: it asked its user a
+// question (ask_user) and goes on once they answer or the question expires. skipped: a task it
+// depends on did not complete, or the mission ended first.
 export const MissionTaskStatus = z.enum([
   'pending',
   'queued',
   'running',
+  'waiting',
   'completed',
   'failed',
   'skipped',
@@ -125,7 +127,22 @@ export const Mission = z.object({
 });
 export type Mission = z.infer<typeof Mission>;
 
-export const MissionDetail = Mission.extend({ tasks: z.array(MissionTask) });
+// The question longest waiting for its user's answer, of those the mission's tasks asked: its
+// text is also in the mission's conversation.
+export const MissionQuestion = z.object({
+  id: Id,
+  taskId: Id,
+  text: z.string(),
+  askedAt: Timestamp,
+  // Unanswered by then, the task goes on without an answer.
+  expiresAt: Timestamp,
+});
+export type MissionQuestion = z.infer<typeof MissionQuestion>;
+
+export const MissionDetail = Mission.extend({
+  tasks: z.array(MissionTask),
+  question: MissionQuestion.nullable(),
+});
 export type MissionDetail = z.infer<typeof MissionDetail>;
 
 // orchestrator.missions.create: stores the mission and starts it; answers at once.
@@ -136,6 +153,8 @@ export const MissionsCreateRequest = MissionFields.extend({
   // The same key again (per user) answers the mission it made first: a schedule's run starts
   // its mission once, however often its delivery is retried.
   idempotencyKey: z.string().min(1).max(200).optional(),
+  // The user's zone, in which its tasks are told the date and time (default: UTC).
+  userTimeZone: TimeZone.optional(),
 });
 export type MissionsCreateRequest = z.input<typeof MissionsCreateRequest>;
 export const MissionResponse = z.object({ mission: MissionDetail });
@@ -182,8 +201,21 @@ export const orchestratorMissionsCancel = defineRpc(
   MissionResponse,
 );
 
+// orchestrator.missions.answer: answers the question of the mission longest waiting, and its
+// task goes on with the answer. Without a question waiting it answers `conflict`.
+export const MissionAnswerFields = z.strictObject({
+  text: z.string().trim().min(1, 'the answer must not be empty').max(MESSAGE_MAX_CHARS),
+});
+export const MissionsAnswerRequest = MissionAnswerFields.extend({ userId: Id, id: Id });
+export type MissionsAnswerRequest = z.input<typeof MissionsAnswerRequest>;
+export const orchestratorMissionsAnswer = defineRpc(
+  'orchestrator.missions.answer',
+  MissionsAnswerRequest,
+  MissionResponse,
+);
+
 // HTTP: POST /v1/missions, GET /v1/missions?limit=&status=&before=, GET /v1/missions/{id},
-// POST /v1/missions/{id}/cancel.
+// POST /v1/missions/{id}/cancel, POST /v1/missions/{id}/answer.
 export const MissionsListQuery = z.strictObject({
   ...listFields,
   limit: z.coerce.number().int().min(1).max(MISSION_LIST_MAX_LIMIT).optional(),

@@ -56,6 +56,29 @@ const MissionUpdated = z.object({
   report: z.string().max(USER_EVENT_TEXT_MAX_CHARS).optional(),
 });
 
+// A mission's task asked its user a question (ask_user) and waits for the answer: given with
+// POST /v1/missions/{id}/answer, or as the user's next message in the mission's conversation,
+// where the question is also posted (messageId). Unanswered by expiresAt, the task goes on
+// without it.
+const MissionQuestionAsked = z.object({
+  type: z.literal('mission_question'),
+  occurredAt: Timestamp,
+  mission: z.object({
+    id: Id,
+    objective: z.string(),
+    status: MissionStatus,
+    conversationId: Id,
+  }),
+  question: z.object({
+    id: Id,
+    taskId: Id,
+    // Cut to USER_EVENT_TEXT_MAX_CHARS.
+    text: z.string().max(USER_EVENT_TEXT_MAX_CHARS),
+    messageId: Id,
+    expiresAt: Timestamp,
+  }),
+});
+
 // An occurrence of a schedule ran (or was skipped, missed or failed): a reminder's message is in
 // the conversation, a prompt's turn or a mission has started.
 const ScheduleFired = z.object({
@@ -116,6 +139,7 @@ const OpsAlert = z.object({
 export const UserEvent = z.discriminatedUnion('type', [
   ApprovalRequested,
   MissionUpdated,
+  MissionQuestionAsked,
   ScheduleFired,
   ScheduleResult,
   OpsAlert,

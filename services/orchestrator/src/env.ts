@@ -66,7 +66,7 @@ const Env = z.object({
     .int()
     .min(1_000)
     .default(24 * 3600_000),
-  // How often expired approvals are looked for.
+  // How often expired approvals, and mission questions, are looked for.
   APPROVAL_SWEEP_MS: z.coerce.number().int().min(100).default(10_000),
   // Missions: the caps of one mission unless it sets its own (planning, every task and the
   // report together), how many tasks this process runs at once, and each task's tool loop.
@@ -75,6 +75,13 @@ const Env = z.object({
   MISSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
   MISSION_TASK_MAX_STEPS: z.coerce.number().int().min(1).max(100).default(12),
   MISSION_TASK_DEADLINE_MS: z.coerce.number().int().min(1_000).default(600_000),
+  // How long a mission task's question (ask_user) waits for its user; then the task goes on
+  // without an answer. Looked for as often as expired approvals (APPROVAL_SWEEP_MS).
+  MISSION_QUESTION_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(24 * 3600_000),
 });
 export type Env = z.infer<typeof Env>;
 

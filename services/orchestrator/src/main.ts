@@ -4,6 +4,7 @@ import { bootService } from '@jarvis/service-kit';
 import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
 import { loadEnv } from './env';
 import { registerHandlers, startTurnWorker } from './handlers';
+import { startQuestionSweeper } from './missions/mission-questions';
 import type { MissionDeps } from './missions/mission-service';
 import { startMissionWorker } from './missions/mission-worker';
 import { registerMissionHandlers, resumeMissions } from './missions/missions-handlers';
@@ -105,9 +106,11 @@ await bootService(
       defaults: { maxTokens: env.MISSION_MAX_TOKENS, maxCostUsd: env.MISSION_MAX_COST_USD },
       maxDeliver: env.TURN_MAX_DELIVER,
       leaseMs: env.TURN_ACK_WAIT_MS,
+      questionTtlMs: env.MISSION_QUESTION_TTL_MS,
       metrics: agentMetrics,
     };
     registerMissionHandlers(missions);
+    const questionSweeper = startQuestionSweeper(missions, env.APPROVAL_SWEEP_MS);
     const chatRoute = watchChatRoute({ bus, logger });
     const worker = await startTurnWorker(
       {
@@ -139,6 +142,7 @@ await bootService(
     return {
       stop: async () => {
         sweeper.stop();
+        questionSweeper.stop();
         submissionSweeper.stop();
         await worker.stop();
         await missionWorker.stop();

@@ -13,6 +13,11 @@ import { activeSpanContext, type Logger } from '@jarvis/telemetry';
 import { v5 as uuidv5 } from 'uuid';
 import type { z } from 'zod';
 import {
+  cancelQuestions,
+  findPendingQuestion,
+  publicQuestion,
+} from '../repositories/mission-questions-repository';
+import {
   chargeMission,
   findMission,
   findMissionByKey,
@@ -43,6 +48,9 @@ export type MissionDeps = {
   maxDeliver: number;
   // How long a running task stays its worker's without a sign of life (the queue's ack wait).
   leaseMs: number;
+  // How long a task's question waits for its user (MISSION_QUESTION_TTL_MS); then the task goes
+  // on without an answer.
+  questionTtlMs: number;
   // Counts and times each task's run as a turn of kind mission_task; none in tests that do not
   // look at them.
   metrics?: AgentMetrics;
@@ -117,6 +125,7 @@ export async function createMission(
       maxTokens: request.maxTokens ?? deps.defaults.maxTokens,
       maxCostUsd: request.maxCostUsd ?? deps.defaults.maxCostUsd,
       idempotencyKey,
+      timeZone: request.userTimeZone,
       trace: activeSpanContext(),
     });
     if (inserted && request.tasks) await insertTasks(db, mission, withIds(request.tasks));
@@ -215,14 +224,15 @@ export function withIds(tasks: readonly MissionTaskPlan[]) {
 export async function getMission(pool: Pool, userId: string, id: string): Promise<MissionDetail> {
   const mission = await findMission(pool, userId, id);
   if (!mission) throw new BusError('not_found', 'mission not found');
-  return detail(mission, await listTasks(pool, userId, id));
-}
-
-function detail(mission: StoredMission, tasks: StoredTask[]): MissionDetail {
-  const { userId: _user, ...shown } = mission;
+  const [tasks, question] = await Promise.all([
+    listTasks(pool, userId, id),
+    findPendingQuestion(pool, { userId, missionId: id }),
+  ]);
+  const { userId: _user, timeZone: _zone, ...shown } = mission;
   return {
     ...shown,
     tasks: tasks.map(({ missionId: _mission, userId: _owner, ...task }) => task),
+    question: question ? publicQuestion(question) : null,
   };
 }
 
@@ -271,13 +281,21 @@ export async function advanceMission(deps: MissionDeps, userId: string, missionI
   for (const item of work) await queueWork(deps.bus, item);
 }
 
-async function queueWork(bus: Bus, work: MissionWork): Promise<void> {
+// `again` names a later run of the same step (a task going on after its question): its message
+// id must differ from the first's, which the stream would otherwise drop as a duplicate.
+export async function queueWork(bus: Bus, work: MissionWork, again?: string): Promise<void> {
   const key = work.step === 'task' ? `task:${work.taskId}` : work.step;
-  await publishWork(bus, missionWork, work, `mission:${work.missionId}:${key}`);
+  await publishWork(
+    bus,
+    missionWork,
+    work,
+    `mission:${work.missionId}:${key}${again ? `:${again}` : ''}`,
+  );
 }
 
-// Tasks not started are skipped; running ones stop before their next model call (the budget
-// says so); the report, written without a model, says what was done.
+// Tasks not started, or waiting for an answer, are skipped (their questions are no longer
+// asked); running ones stop before their next model call (the budget says so); the report,
+// written without a model, says what was done.
 export async function cancelMission(
   deps: MissionDeps,
   userId: string,
@@ -290,12 +308,13 @@ export async function cancelMission(
       throw new BusError('conflict', `the mission is already ${mission.status}`);
     }
     for (const task of await listTasks(db, userId, id)) {
-      if (task.status === 'pending' || task.status === 'queued') {
+      if (task.status === 'pending' || task.status === 'queued' || task.status === 'waiting') {
         await setTaskStatus(db, task.id, 'skipped', {
           error: { code: 'cancelled', message: 'the mission was cancelled' },
         });
       }
     }
+    await cancelQuestions(db, id);
     await setMissionStatus(db, id, 'cancelled', {
       code: 'cancelled',
       message: 'cancelled by the user',

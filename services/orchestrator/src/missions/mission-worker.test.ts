@@ -62,6 +62,7 @@ beforeAll(async () => {
     defaults: { maxTokens: 100_000, maxCostUsd: 1 },
     maxDeliver: queue.maxDeliver,
     leaseMs: 30_000,
+    questionTtlMs: 60_000,
     metrics: createAgentMetrics(metrics, fixture.db.pool, logger),
   };
   registerMissionHandlers(deps);

@@ -15,6 +15,7 @@ import {
 import { withTransaction } from '@jarvis/db';
 import { activeTraceId, JARVIS, linkTo, type Span, withSpan } from '@jarvis/telemetry';
 import { z } from 'zod';
+import { findLatestQuestion } from '../repositories/mission-questions-repository';
 import {
   claimTask,
   findMission,
@@ -37,7 +38,13 @@ import {
   markRunStarted,
 } from '../repositories/runs-repository';
 import { recordRunTotals } from '../repositories/steps-repository';
-import { createStepRecorder, ModelFailure, runAgentLoop } from '../services/agent-loop';
+import {
+  createStepRecorder,
+  type LoopStart,
+  LoopStateSchema,
+  ModelFailure,
+  runAgentLoop,
+} from '../services/agent-loop';
 import {
   invokeAgentAttributes,
   markAgentFailed,
@@ -46,7 +53,8 @@ import {
 } from '../services/agent-spans';
 import { citationOf, describeNow, memoryLine } from '../services/build-prompt';
 import { describeFailure } from '../services/run-turn';
-import { jsonSchemaOf } from '../tools/agent-tool';
+import { type AgentTool, jsonSchemaOf } from '../tools/agent-tool';
+import { askUser, createAskUserTool, tellQuestion } from './mission-questions';
 import {
   advanceMission,
   announceMission,
@@ -105,7 +113,7 @@ async function plan(deps: MissionDeps, work: Extract<MissionWork, { step: 'plan'
   const tools = taskTools(deps, null);
   const memories = await recallFor(deps, mission.userId, mission.objective);
   const system = [
-    'You plan missions for Jarvis, a personal assistant. A mission is an objective worked on in the background as tasks; each task is done by one assistant run with tools, alone, without asking the user anything.',
+    'You plan missions for Jarvis, a personal assistant. A mission is an objective worked on in the background as tasks; each task is done by one assistant run with tools, alone (it can ask the user a question, but should rarely need to).',
     `Break the objective into 1 to ${MISSION_MAX_TASKS} tasks (2 to 5 is usually right). Tasks run in parallel unless one depends on another: a task may depend only on tasks before it (dependsOn: their numbers, from 1), and only when it needs their results. Each brief says exactly what to find or do and what to return. tools: the names the task needs, from this list:`,
     tools.map((tool) => `- ${tool.definition.name}: ${tool.definition.description}`).join('\n'),
     memories,
@@ -184,6 +192,13 @@ async function runTask(
     return ack();
   }
   const claim = await claimTask(deps.pool, work.userId, task.id, deps.leaseMs);
+  if (!claim.isClaimed && task.status === 'waiting') {
+    // The task paused on a question, and this delivery is its first again after a crash that
+    // may have come before the user was told: telling again posts and notifies once.
+    const question = await findLatestQuestion(deps.pool, task.id);
+    if (question?.status === 'pending') await tellQuestion(deps, mission, question);
+    return ack();
+  }
   if (!claim.isClaimed) {
     // Another worker has it (or had it until it died: look again once its lease has passed);
     // or it has ended, and this is a redelivery to move the mission on.
@@ -266,17 +281,35 @@ async function runTaskTurn(
     { runId: run.id, userId: task.userId, attempt },
     meter,
   );
-  const recallStarted = new Date();
-  const memories = await recallFor(deps, task.userId, `${task.title}. ${task.brief}`);
-  recorder.record({
-    kind: 'recall',
-    name: 'memory.search',
-    status: 'ok',
-    output: { characters: memories.length },
-    startedAt: recallStarted,
-    durationMs: Date.now() - recallStarted.getTime(),
-  });
-  const tools = taskTools(deps, task.tools);
+  const named = taskTools(deps, task.tools);
+  // Every task may ask its user, whatever tools it names.
+  const tools: AgentTool[] = [...named, createAskUserTool()];
+  const question = await findLatestQuestion(deps.pool, task.id);
+  let memories = '';
+  let start: LoopStart;
+  if (question && question.status !== 'pending') {
+    // The task goes on from where it asked, with the answer (or none: the question expired).
+    start = {
+      state: LoopStateSchema.parse(question.loopState),
+      decision: {
+        toolCallId: question.toolCallId,
+        status: 'answered',
+        answer: question.status === 'answered' ? question.answer : null,
+      },
+    };
+  } else {
+    const recallStarted = new Date();
+    memories = await recallFor(deps, task.userId, `${task.title}. ${task.brief}`);
+    recorder.record({
+      kind: 'recall',
+      name: 'memory.search',
+      status: 'ok',
+      output: { characters: memories.length },
+      startedAt: recallStarted,
+      durationMs: Date.now() - recallStarted.getTime(),
+    });
+    start = { prompt: taskPrompt(mission, task, tasks, memories, named.length > 0) };
+  }
   let status: MissionTaskStatus;
   try {
     const result = await runAgentLoop(
@@ -297,18 +330,28 @@ async function runTaskTurn(
         conversationId: mission.conversationId,
         missionId: mission.id,
         userMessageId: undefined,
-        timeZone: undefined,
+        timeZone: mission.timeZone ?? undefined,
       },
-      { prompt: taskPrompt(mission, task, tasks, memories, tools.length > 0) },
+      start,
     );
     await recorder.flush();
     await recordRunTotals(deps.pool, run.id, {
-      context: {
-        memoriesCharacters: memories.length,
-        tools: tools.map((tool) => tool.definition.name),
-      },
+      ...('prompt' in start
+        ? {
+            context: {
+              memoriesCharacters: memories.length,
+              tools: tools.map((tool) => tool.definition.name),
+            },
+          }
+        : {}),
       costUsd: result.costUsd,
     });
+    if (result.paused?.kind === 'question') {
+      // The task waits for its user; their answer (or the question's expiry) queues it again.
+      await askUser(deps, mission, task, run.id, result, result.paused);
+      meter?.end('paused');
+      return ack();
+    }
     // A task the mission's budget or cancellation stopped has not done its job, whatever it
     // got as far as; other guardrails still leave an answer worth reporting.
     const isStopped = result.guardrail === 'budget';
@@ -367,8 +410,8 @@ function taskPrompt(
     return other?.result ? [`Task ${number} (${other.title}):\n${cap(other.result)}`] : [];
   });
   const system = [
-    `You are Jarvis, a personal assistant, working in the background on one task of a mission for your user. Nobody is watching this run: do not ask questions; ${hasTools ? 'do what you can with your tools, and ' : ''}say what you could not find out.`,
-    `Current date and time: ${describeNow(new Date(), 'UTC')}.`,
+    `You are Jarvis, a personal assistant, working in the background on one task of a mission for your user. Nobody is watching this run: ${hasTools ? 'do what you can with your tools, and ' : ''}say what you could not find out. When the task truly needs something only your user can tell (a preference, a choice), ask them with ask_user; the task waits for the answer.`,
+    `Current date and time: ${describeNow(new Date(), mission.timeZone ?? 'UTC')}.`,
     `The mission: ${mission.objective}`,
     `Your task (${task.number} of ${tasks.length}): ${task.title}\n${task.brief}`,
     memories,

@@ -52,6 +52,7 @@ beforeAll(async () => {
     defaults: { maxTokens: 100_000, maxCostUsd: 1 },
     maxDeliver: 3,
     leaseMs: 30_000,
+    questionTtlMs: 60_000,
   };
   registerMissionHandlers(deps);
   await fixture.bus.nc.flush();

@@ -1,4 +1,5 @@
 import {
+  orchestratorMissionsAnswer,
   orchestratorMissionsCancel,
   orchestratorMissionsCreate,
   orchestratorMissionsGet,
@@ -6,6 +7,7 @@ import {
 } from '@jarvis/contracts';
 import { listMissions, listUnfinishedMissions } from '../repositories/missions-repository';
 import { pageByCreatedAt } from '../services/runs-service';
+import { answerMission } from './mission-questions';
 import {
   cancelMission,
   createMission,
@@ -32,7 +34,7 @@ export function registerMissionHandlers(deps: MissionDeps) {
         request.limit + 1,
       );
       const { items, nextBefore } = pageByCreatedAt(
-        found.map(({ userId: _user, ...mission }) => mission),
+        found.map(({ userId: _user, timeZone: _zone, ...mission }) => mission),
         request.limit,
       );
       return nextBefore ? { missions: items, nextBefore } : { missions: items };
@@ -42,6 +44,9 @@ export function registerMissionHandlers(deps: MissionDeps) {
     })),
     bus.serve(orchestratorMissionsCancel, async (request) => ({
       mission: await cancelMission(deps, request.userId, request.id),
+    })),
+    bus.serve(orchestratorMissionsAnswer, async (request) => ({
+      mission: await answerMission(deps, request.userId, request.id, request.text),
     })),
   ];
 }

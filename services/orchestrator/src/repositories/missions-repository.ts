@@ -31,6 +31,7 @@ type MissionRow = {
   error_message: string | null;
   created_at: Date;
   finished_at: Date | null;
+  time_zone: string | null;
 };
 
 type TaskRow = {
@@ -55,7 +56,8 @@ type TaskRow = {
   cost_usd: string | null;
 };
 
-export type StoredMission = Mission & { userId: string };
+// timeZone: the user's, in which its tasks are told the time (null: UTC).
+export type StoredMission = Mission & { userId: string; timeZone: string | null };
 export type StoredTask = MissionTask & { missionId: string; userId: string };
 
 function toError(code: ErrorInfo['code'] | null, message: string | null): ErrorInfo | null {
@@ -79,6 +81,7 @@ function toMission(row: MissionRow): StoredMission {
     error: toError(row.error_code, row.error_message),
     createdAt: row.created_at.toISOString(),
     finishedAt: row.finished_at?.toISOString() ?? null,
+    timeZone: row.time_zone,
   };
 }
 
@@ -114,6 +117,7 @@ export type NewMission = {
   maxTokens: number;
   maxCostUsd: number;
   idempotencyKey: string | undefined;
+  timeZone: string | undefined;
   // The span the mission was started in, which its tasks' traces link to.
   trace: { traceId: string; spanId: string } | undefined;
 };
@@ -124,8 +128,8 @@ export async function insertMission(db: Queryable, mission: NewMission): Promise
   const { rowCount } = await db.query(
     `INSERT INTO orchestrator.missions
        (id, user_id, conversation_id, objective, status, created_by, source_run_id, max_tokens,
-        max_cost_usd, idempotency_key, trace_id, span_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        max_cost_usd, idempotency_key, trace_id, span_id, time_zone)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT DO NOTHING`,
     [
       mission.id,
@@ -140,6 +144,7 @@ export async function insertMission(db: Queryable, mission: NewMission): Promise
       mission.idempotencyKey ?? null,
       mission.trace?.traceId ?? null,
       mission.trace?.spanId ?? null,
+      mission.timeZone ?? null,
     ],
   );
   return rowCount === 1;

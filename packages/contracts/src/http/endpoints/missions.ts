@@ -1,9 +1,11 @@
 import {
+  MissionAnswerFields,
   MissionFields,
   MissionIdParams,
   MissionResponse,
   MissionsListQuery,
   MissionsListResponse,
+  orchestratorMissionsAnswer,
   orchestratorMissionsCancel,
   orchestratorMissionsCreate,
   orchestratorMissionsGet,
@@ -24,7 +26,13 @@ export const MISSIONS_ENDPOINTS: Endpoint[] = [
     errors: ['not_found', 'timeout'],
     forward: {
       rpc: orchestratorMissionsCreate,
-      toRequest: ({ body, userId }) => ({ ...body, userId, createdBy: 'user' }),
+      // The user's zone goes along: the mission's tasks are told the time in it.
+      toRequest: ({ body, userId, userTimeZone }) => ({
+        ...body,
+        userId,
+        userTimeZone,
+        createdBy: 'user',
+      }),
     },
   },
   {
@@ -62,5 +70,18 @@ export const MISSIONS_ENDPOINTS: Endpoint[] = [
     response: json(MissionResponse),
     errors: ['not_found', 'conflict', 'timeout'],
     forward: { rpc: orchestratorMissionsCancel },
+  },
+  {
+    method: 'post',
+    path: '/v1/missions/{id}/answer',
+    summary: "Answer the question a mission's task asked; the task goes on",
+    tag: 'missions',
+    auth: 'user',
+    params: MissionIdParams,
+    body: json(MissionAnswerFields),
+    status: 200,
+    response: json(MissionResponse),
+    errors: ['not_found', 'conflict', 'timeout'],
+    forward: { rpc: orchestratorMissionsAnswer },
   },
 ];

@@ -129,6 +129,39 @@ describe('mapEvent', () => {
     ).toBeUndefined();
   });
 
+  it("tells a mission's question, not urgent, with a link to the mission", () => {
+    const missionId = randomUUID();
+    const mapped = mapEvent(
+      {
+        type: 'mission_question',
+        occurredAt: AT,
+        mission: {
+          id: missionId,
+          objective: 'Plan the trip',
+          status: 'running',
+          conversationId: randomUUID(),
+        },
+        question: {
+          id: randomUUID(),
+          taskId: randomUUID(),
+          text: 'Train or plane?',
+          messageId: randomUUID(),
+          expiresAt: '2026-11-28T10:00:00.000Z',
+        },
+      },
+      'mission-question:x',
+      URL_BASE,
+    );
+    expect(mapped?.isUrgent).toBe(false);
+    expect(mapped?.notification).toMatchObject({
+      kind: 'mission_report',
+      title: 'A mission asks: Train or plane?',
+      path: `/missions/${missionId}`,
+    });
+    expect(mapped?.notification.text).toContain('Plan the trip');
+    expect(mapped?.notification.text).toContain('Train or plane?');
+  });
+
   it('makes an approval request urgent, with its id for buttons and a link to approvals', () => {
     const approvalId = randomUUID();
     const mapped = mapEvent(

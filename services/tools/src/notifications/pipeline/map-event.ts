@@ -78,6 +78,20 @@ export function mapEvent(
         `/missions/${mission.id}`,
       );
     }
+    // A mission's task waits on its user: news of the mission, worth a note but not a wake-up
+    // (the question waits a day). The answer goes back in the conversation or the mission's page.
+    case 'mission_question': {
+      const { mission, question } = event;
+      return make(
+        'mission_report',
+        `A mission asks: ${question.text}`,
+        cut(
+          `The mission "${mission.objective}" waits for your answer until ${question.expiresAt}. Answer in its conversation or on its page:\n${question.text}`,
+          USER_EVENT_TEXT_MAX_CHARS,
+        ),
+        `/missions/${mission.id}`,
+      );
+    }
     case 'approval_requested': {
       const { approval } = event;
       return make(

@@ -16,14 +16,19 @@ import {
   FactTags,
 } from './memory-facts';
 import { FileContent, FileMetadata, FilePath, FileTags } from './memory-files';
+import { WorkspaceKind, WorkspacePath } from './tools-workspaces';
 
 // Everything a user's memory holds, as JSON Lines: a header, then one record per line, each type
-// after the types it refers to. Ids are the exporting install's: an import gives every record a
-// new id derived from the importing user and the exported id, so importing a file twice adds
-// nothing and two users can import the same file. Forgotten messages are not exported.
+// after the types it refers to, then the files of the user's workspaces. Ids are the exporting
+// install's: an import gives every record a new id derived from the importing user and the
+// exported id, so importing a file twice adds nothing and two users can import the same file.
+// Forgotten messages are not exported.
 
 export const EXPORT_FORMAT = 'jarvis-memory';
-export const EXPORT_VERSION = 1;
+// 2 added workspace files (type workspaceFile). A version 1 file still imports; an install that
+// knows only version 1 refuses a version 2 file at its header, not after reading the memory.
+export const EXPORT_VERSION = 2;
+const IMPORTABLE_VERSIONS = [1, EXPORT_VERSION];
 export const EXPORT_PAGE_MAX_RECORDS = 500;
 export const IMPORT_BATCH_MAX_RECORDS = 1_000;
 
@@ -34,7 +39,7 @@ const Count = z.number().int().nonnegative().max(PG_INTEGER_MAX);
 export const ExportHeader = z.strictObject({
   type: z.literal('header'),
   format: z.literal(EXPORT_FORMAT),
-  version: z.literal(EXPORT_VERSION),
+  version: z.literal(IMPORTABLE_VERSIONS),
   exportedAt: Timestamp,
 });
 export type ExportHeader = z.infer<typeof ExportHeader>;
@@ -181,8 +186,31 @@ export const ExportRecord = z.discriminatedUnion(
 );
 export type ExportRecord = z.infer<typeof ExportRecord>;
 
+// A file of a conversation's or a mission's workspace (what run_code wrote, what the user put
+// there), its bytes base64. The tools service keeps these, not memory: they follow the memory's
+// records, and an import stores them through tools.workspaces.put, a conversation's in the
+// workspace of the conversation the import made. Missions are not exported, so a mission's files
+// have nowhere to go on import and are reported as not imported.
+export const ExportedWorkspaceFile = z.strictObject({
+  type: z.literal('workspaceFile'),
+  kind: WorkspaceKind,
+  id: RecordId,
+  path: WorkspacePath,
+  mediaType: z.string().min(1).max(255),
+  content: z.base64(),
+});
+export type ExportedWorkspaceFile = z.infer<typeof ExportedWorkspaceFile>;
+
+// Any line of an export file after its header.
+export const ExportFileRecord = z.discriminatedUnion(
+  'type',
+  [...ExportRecord.options, ExportedWorkspaceFile],
+  { error: `type must be one of ${[...ExportRecordType.options, 'workspaceFile'].join(', ')}` },
+);
+export type ExportFileRecord = z.infer<typeof ExportFileRecord>;
+
 // One line of GET /v1/memory/export and of POST /v1/memory/import: the header first, then records.
-export const ExportLine = z.union([ExportHeader, ExportRecord]);
+export const ExportLine = z.union([ExportHeader, ExportFileRecord]);
 export type ExportLine = z.infer<typeof ExportLine>;
 
 // Where the next page starts; only the memory service reads it.
@@ -228,7 +256,6 @@ export const MemoryImportRecordsRequest = z.object({
   records: z.array(ExportRecord).min(1).max(IMPORT_BATCH_MAX_RECORDS),
 });
 export type MemoryImportRecordsRequest = z.input<typeof MemoryImportRecordsRequest>;
-// Also the answer of POST /v1/memory/import.
 export const MemoryImportRecordsResponse = z.object({ imported: ImportCounts });
 export type MemoryImportRecordsResponse = z.infer<typeof MemoryImportRecordsResponse>;
 export const memoryImportRecords = defineRpc(
@@ -236,3 +263,23 @@ export const memoryImportRecords = defineRpc(
   MemoryImportRecordsRequest,
   MemoryImportRecordsResponse,
 );
+
+// A workspace file of the import that was not stored: its line, its workspace and path as the file
+// names them, and why (over the file size limit or the quota, a mission's, a conversation not in
+// the file).
+export const NotImportedWorkspaceFile = z.object({
+  line: z.number().int().min(1),
+  kind: WorkspaceKind,
+  id: Id,
+  path: z.string(),
+  reason: z.string(),
+});
+export type NotImportedWorkspaceFile = z.infer<typeof NotImportedWorkspaceFile>;
+
+// POST /v1/memory/import's answer: what memory and the workspaces added, and the workspace files
+// the import could not store (the rest of the file is imported all the same).
+export const MemoryExportImportResponse = z.object({
+  imported: ImportCounts.extend({ workspaceFiles: Count }),
+  notImported: z.array(NotImportedWorkspaceFile),
+});
+export type MemoryExportImportResponse = z.infer<typeof MemoryExportImportResponse>;

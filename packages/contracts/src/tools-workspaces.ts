@@ -224,3 +224,45 @@ export const WorkspaceFileParams = WorkspaceParams.extend({
 // PUT /v1/workspaces/{kind}/{id}/files/{path}'s answer.
 export const WorkspaceFilePutResponse = z.object({ file: WorkspaceFile });
 export type WorkspaceFilePutResponse = z.infer<typeof WorkspaceFilePutResponse>;
+
+// Where the next page of a workspace export starts; only the tools service reads it.
+const WorkspaceExportCursor = z.string().min(1).max(2_000);
+
+const WorkspaceExportFileInfo = z.object({
+  kind: WorkspaceKind,
+  id: Id,
+  path: WorkspacePath,
+  mediaType: z.string(),
+  size: z.number().int().min(0),
+  updatedAt: z.iso.datetime({ offset: true }),
+});
+
+// A small file's bytes come inline, base64; a larger one's in the uploads bucket as `blob`, which
+// the caller reads and deletes.
+export const WorkspaceExportFile = z.union([
+  WorkspaceExportFileInfo.extend({ content: z.base64() }),
+  WorkspaceExportFileInfo.extend({ blob: WorkspaceBlobName }),
+]);
+export type WorkspaceExportFile = z.infer<typeof WorkspaceExportFile>;
+
+// tools.workspaces.exportPage: the user's files of every workspace, by kind, id and path, from
+// after the cursor, bytes included: what the memory export adds after the memory's records. A
+// page stays well under one NATS message and carries at most one file by blob, so the caller
+// holds one large file at a time. `next` is absent on the last page.
+export const ToolsWorkspacesExportPageRequest = z.object({
+  userId: Id,
+  after: WorkspaceExportCursor.optional(),
+});
+export type ToolsWorkspacesExportPageRequest = z.infer<typeof ToolsWorkspacesExportPageRequest>;
+
+export const ToolsWorkspacesExportPageResponse = z.object({
+  files: z.array(WorkspaceExportFile),
+  next: WorkspaceExportCursor.optional(),
+});
+export type ToolsWorkspacesExportPageResponse = z.infer<typeof ToolsWorkspacesExportPageResponse>;
+
+export const toolsWorkspacesExportPage = defineRpc(
+  'tools.workspaces.exportPage',
+  ToolsWorkspacesExportPageRequest,
+  ToolsWorkspacesExportPageResponse,
+);

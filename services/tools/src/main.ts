@@ -44,6 +44,7 @@ import { createToolsMetrics } from './tools-metrics';
 import { createWebFetchTool } from './web/web-fetch';
 import { createWebSearchTool, webSearchAllowedHosts, webSearchConfig } from './web/web-search';
 import { createRunCodeTool } from './workspace/run-code-tool';
+import { registerWorkspaceExportHandler } from './workspace/workspace-export-handler';
 import { registerWorkspaceHandlers } from './workspace/workspace-handlers';
 
 const env = loadEnv();
@@ -224,6 +225,7 @@ await bootService(
     registerTelegramHandlers({ bus, pool, telegram });
     registerScreenshotHandlers({ bus, pool });
     registerWorkspaceHandlers({ bus, pool, uploads, limits: workspaceLimits, logger });
+    registerWorkspaceExportHandler({ bus, pool, uploads });
     registerDocumentImportHandlers({
       bus,
       uploads,

@@ -25,10 +25,16 @@ export type MemoryHandlersDeps = {
   bus: Bus;
   // DOCUMENT_UPLOAD_MAX_BYTES: the largest file POST /v1/memory/documents takes as a form.
   documentUploadMaxBytes: number;
+  // WORKSPACE_FILE_MAX_MB: the largest workspace file, whose line in an export is its base64.
+  workspaceFileMaxBytes: number;
 };
 
-// A whole memory, JSON Lines; far above any other body.
-const IMPORT_FILE_LIMIT_BYTES = 64 * 1_024 * 1_024;
+// A whole memory, JSON Lines, with the user's workspace files (500 MB by default, a third more as
+// base64); far above any other body. Only the memory's records (at most 64 MiB) and one line are
+// held while it is read: each workspace file waits in the uploads bucket.
+const IMPORT_FILE_LIMIT_BYTES = 1_024 * 1_024 * 1_024;
+// Room in a workspace file's line besides its base64: the path (512 characters) and the names.
+const WORKSPACE_LINE_MARGIN_CHARS = 64 * 1_024;
 const NDJSON_TYPES = ['application/x-ndjson', 'text/plain'];
 
 // Parsed above the general body limit; the NATS payload check is the real bound.
@@ -83,11 +89,15 @@ export function createMemoryHandlers(
   RequestHandler[]
 > {
   const uploads = lazyUploadsBucket(deps.bus);
+  const importLineLimit = {
+    maxChars: 4 * Math.ceil(deps.workspaceFileMaxBytes / 3) + WORKSPACE_LINE_MARGIN_CHARS,
+    whatFits: `a workspace file of at most ${deps.workspaceFileMaxBytes} bytes`,
+  };
   return {
     exportMemory: [
       async (req, res) => {
         const principal = principalOf(req);
-        const lines = exportMemoryLines(deps.bus, principal.userId);
+        const lines = exportMemoryLines(deps.bus, principal.userId, uploads);
         // Before any byte is sent, a failure still answers with its own status.
         const first = await lines.next();
         const stream = streamTo(res);
@@ -120,9 +130,9 @@ export function createMemoryHandlers(
             'expected an export file with Content-Type: application/x-ndjson',
           );
         }
-        const lines = requestLines(req, IMPORT_FILE_LIMIT_BYTES);
+        const lines = requestLines(req, IMPORT_FILE_LIMIT_BYTES, importLineLimit);
         try {
-          res.json(await importMemory(deps.bus, principal.userId, lines));
+          res.json(await importMemory({ bus: deps.bus, uploads }, principal.userId, lines));
         } catch (error) {
           // Refused before the whole file arrived: the rest of it is not worth receiving.
           if (!req.complete) res.setHeader('Connection', 'close');

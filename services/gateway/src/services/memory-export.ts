@@ -1,14 +1,20 @@
-import type { Bus } from '@jarvis/bus';
+import type { BlobStore, Bus } from '@jarvis/bus';
 import {
   EXPORT_FORMAT,
   EXPORT_VERSION,
+  type ExportedWorkspaceFile,
   type ExportHeader,
   ExportRecordType,
   memoryExportPage,
+  toolsWorkspacesExportPage,
+  type WorkspaceExportFile,
 } from '@jarvis/contracts';
+import { HttpError } from '@jarvis/service-kit';
 
 // One page is at most 500 records or half a megabyte; this is generous for either.
 const PAGE_TIMEOUT_MS = 30_000;
+// A workspace page may read one file of the largest size out of Postgres into the uploads bucket.
+const WORKSPACE_PAGE_TIMEOUT_MS = 60_000;
 
 // The user's whole memory as JSON Lines, a page at a time, so no export is ever held whole. The
 // header goes out with the first page: a memory service that is down fails the export before
@@ -16,6 +22,7 @@ const PAGE_TIMEOUT_MS = 30_000;
 export async function* exportMemoryLines(
   bus: Bus,
   userId: string,
+  uploads: () => Promise<BlobStore>,
   now = new Date(),
 ): AsyncGenerator<string> {
   const header: ExportHeader = {
@@ -38,5 +45,46 @@ export async function* exportMemoryLines(
       if (lines.length > 0) yield lines;
       after = page.next;
     } while (after !== undefined);
+  }
+  yield* exportWorkspaceLines(bus, userId, uploads);
+}
+
+// The files of the user's workspaces, kept by the tools service, after the memory's records: a
+// page's small files come inline, a large one through the uploads bucket, read and deleted here.
+async function* exportWorkspaceLines(
+  bus: Bus,
+  userId: string,
+  uploads: () => Promise<BlobStore>,
+): AsyncGenerator<string> {
+  let after: string | undefined;
+  do {
+    const page = await bus.request(
+      toolsWorkspacesExportPage,
+      { userId, ...(after === undefined ? {} : { after }) },
+      { timeoutMs: WORKSPACE_PAGE_TIMEOUT_MS },
+    );
+    let lines = '';
+    for (const file of page.files) {
+      const content = 'blob' in file ? await takeBase64(uploads, file.blob) : file.content;
+      lines += `${JSON.stringify(exportedWorkspaceFile(file, content))}\n`;
+    }
+    if (lines.length > 0) yield lines;
+    after = page.next;
+  } while (after !== undefined);
+}
+
+function exportedWorkspaceFile(file: WorkspaceExportFile, content: string): ExportedWorkspaceFile {
+  const { kind, id, path, mediaType } = file;
+  return { type: 'workspaceFile', kind, id, path, mediaType, content };
+}
+
+async function takeBase64(uploads: () => Promise<BlobStore>, blob: string): Promise<string> {
+  const store = await uploads();
+  try {
+    const bytes = await store.get(blob);
+    if (!bytes) throw new HttpError('unavailable', 'a workspace file could not be read; try again');
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  } finally {
+    await store.delete(blob).catch(() => undefined);
   }
 }

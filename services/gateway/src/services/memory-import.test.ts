@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { HttpError } from '@jarvis/service-kit';
 import { describe, expect, it } from 'vitest';
-import { parseExportFile, planBatches } from './memory-import';
+import { importedId, parseExportFile, planBatches } from './memory-import';
 
 const MAX_RECORD_BYTES = 900_000;
+const LIMITS = { maxRecordBytes: MAX_RECORD_BYTES, maxMemoryBytes: 4_000_000 };
 const AT = '2024-05-01T10:00:00.000Z';
 const HEADER = { type: 'header', format: 'jarvis-memory', version: 1, exportedAt: AT };
 
@@ -44,7 +45,7 @@ function file(...lines: unknown[]): string {
 
 function problemOf(text: string): string {
   try {
-    parseExportFile(text, MAX_RECORD_BYTES);
+    parseExportFile(text, LIMITS);
   } catch (error) {
     if (error instanceof HttpError && error.code === 'bad_request') return error.message;
     throw error;
@@ -65,8 +66,8 @@ describe('parseExportFile', () => {
         conversation,
         fact(newest, null, 'Prefers jasmine tea'),
       ).replaceAll('\n', '\r\n'),
-      MAX_RECORD_BYTES,
-    );
+      LIMITS,
+    ).records;
     expect(records.map((record) => record.type)).toEqual([
       'conversation',
       'message',
@@ -83,7 +84,7 @@ describe('parseExportFile', () => {
 
   it('names the line and the problem of the first bad line', () => {
     expect(problemOf('')).toBe('line 1: expected the export header; the file is empty');
-    expect(problemOf(file({ ...HEADER, version: 2 }))).toMatch(
+    expect(problemOf(file({ ...HEADER, version: 3 }))).toMatch(
       /^line 1: expected the export header .*\(version: /,
     );
     expect(problemOf(file(HEADER, conversation, '{"type": "message",'))).toBe(
@@ -116,7 +117,7 @@ describe('parseExportFile', () => {
       problemOf(file(HEADER, { ...fact(randomUUID(), null), validTo: '2024-04-30T10:00:00Z' })),
     ).toBe('line 2: validTo: validTo must not be before validFrom');
     const lastYear = { ...message, createdAt: '9999-12-31T23:59:59Z' };
-    expect(parseExportFile(file(HEADER, conversation, lastYear), MAX_RECORD_BYTES)).toHaveLength(2);
+    expect(parseExportFile(file(HEADER, conversation, lastYear), LIMITS).records).toHaveLength(2);
   });
 
   it('refuses references to records that are not in the file', () => {
@@ -157,6 +158,81 @@ describe('parseExportFile', () => {
   });
 });
 
+describe('parseExportFile with workspace files', () => {
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  const chart = {
+    type: 'workspaceFile',
+    kind: 'conversation',
+    id: conversationId,
+    path: 'charts/a.png',
+    mediaType: 'image/png',
+    content: png.toString('base64'),
+  };
+
+  it('hands workspace files back apart from the records, with their lines, from a version 2 file', () => {
+    const checked = parseExportFile(
+      file({ ...HEADER, version: 2 }, conversation, chart, { ...chart, kind: 'mission' }),
+      LIMITS,
+    );
+
+    expect(checked.records.map((record) => record.type)).toEqual(['conversation']);
+    expect(checked.workspaceFiles).toEqual([
+      { record: chart, line: 3 },
+      { record: { ...chart, kind: 'mission' }, line: 4 },
+    ]);
+  });
+
+  it('counts only the memory records against the memory limit, and a file as large as it likes', () => {
+    const big = { ...chart, content: Buffer.alloc(3 * MAX_RECORD_BYTES).toString('base64') };
+    expect(parseExportFile(file(HEADER, big), LIMITS).workspaceFiles).toHaveLength(1);
+
+    const messages = Array.from({ length: 200 }, () => ({
+      ...message,
+      id: randomUUID(),
+      content: 'm'.repeat(30_000),
+    }));
+    let refused: unknown;
+    try {
+      parseExportFile(file(HEADER, conversation, ...messages), LIMITS);
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(HttpError);
+    expect(refused).toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(
+        /^line \d+: the memory's records come to more than 4000000 bytes, the most one import takes$/,
+      ),
+    });
+  });
+
+  it('refuses a bad workspace file with its line', () => {
+    expect(problemOf(file(HEADER, { ...chart, content: 'not base64!' }))).toMatch(
+      /^line 2: content: /,
+    );
+    expect(problemOf(file(HEADER, { ...chart, path: '../etc/passwd' }))).toMatch(/^line 2: path: /);
+    expect(problemOf(file(HEADER, { ...chart, kind: 'project' }))).toMatch(/^line 2: kind: /);
+    expect(problemOf(file(HEADER, { ...chart, size: 8 }))).toMatch(/^line 2: /);
+    expect(problemOf(file(HEADER, chart, conversation, { ...chart, content: '' }))).toBe(
+      'line 4: workspace file appears twice (first on line 2)',
+    );
+  });
+});
+
+describe('importedId', () => {
+  // The memory service's derivation gives this same id (its importedId, checked when this was
+  // written): a conversation's workspace files must land in the conversation the import made.
+  it('derives the id the memory service gives an imported record', () => {
+    const user = '6f1c3b7e-2a4d-4e8f-9b0a-1c2d3e4f5a6b';
+    expect(importedId(user, 'A1B2C3D4-E5F6-4789-8abc-def012345678')).toBe(
+      '115def29-dcd8-8a57-a1c6-097cf1d22065',
+    );
+    expect(importedId(user, 'a1b2c3d4-e5f6-4789-8abc-def012345678')).toBe(
+      '115def29-dcd8-8a57-a1c6-097cf1d22065',
+    );
+  });
+});
+
 describe('planBatches', () => {
   it('keeps batches under the byte budget, a larger record alone, in order', () => {
     const records = parseExportFile(
@@ -169,8 +245,8 @@ describe('planBatches', () => {
           content: letter.repeat(letter === 'c' ? 3_000 : 400),
         })),
       ),
-      MAX_RECORD_BYTES,
-    );
+      LIMITS,
+    ).records;
     const batches = planBatches(records, 1_200);
     expect(batches.flat()).toEqual(records);
     expect(batches.map((batch) => batch.length)).toEqual([2, 1, 1, 1]);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestLines } from './request-lines';
 
 const LIMIT_BYTES = 1_024;
+const LINE_MAX_CHARS = 200;
 
 let service: Service;
 let url: string;
@@ -24,7 +25,8 @@ beforeAll(async () => {
   });
   service.app.post('/lines', async (req, res) => {
     const lines: string[] = [];
-    for await (const line of requestLines(req, LIMIT_BYTES)) lines.push(line);
+    const lineLimit = { maxChars: LINE_MAX_CHARS, whatFits: 'a short line' };
+    for await (const line of requestLines(req, LIMIT_BYTES, lineLimit)) lines.push(line);
     res.json({ lines });
   });
   const { port } = await service.start();
@@ -112,6 +114,29 @@ describe('requestLines', () => {
     expect(chunked).toEqual(tooLarge);
     expect(declared).toEqual(tooLarge);
     expect(bomb).toEqual(tooLarge);
+  });
+
+  it('answers 413 naming the line once it is longer than the line limit, in one chunk or many', async () => {
+    const long = 'y'.repeat(LINE_MAX_CHARS + 1);
+    const inOneChunk = await send([`short\n${long}\nmore\n`]);
+    const growing = await send(['a\nb\n', 'y'.repeat(150), 'y'.repeat(51)]);
+    const exactlyAtTheLimit = await send([`${'y'.repeat(LINE_MAX_CHARS)}\n`]);
+
+    const tooLong = (line: number) => ({
+      status: 413,
+      body: {
+        error: {
+          code: 'payload_too_large',
+          message: `line ${line}: longer than ${LINE_MAX_CHARS} characters (a short line)`,
+        },
+      },
+    });
+    expect(inOneChunk).toEqual(tooLong(2));
+    expect(growing).toEqual(tooLong(3));
+    expect(exactlyAtTheLimit).toEqual({
+      status: 200,
+      body: { lines: ['y'.repeat(LINE_MAX_CHARS), ''] },
+    });
   });
 
   it.each([

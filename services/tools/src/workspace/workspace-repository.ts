@@ -56,6 +56,42 @@ export async function readWorkspaceFile(
   return row && { content: row.content, size: row.size, mediaType: row.media_type };
 }
 
+export type WorkspaceFilePosition = { kind: WorkspaceKind; id: string; path: string };
+
+export type ExportedWorkspaceFileRow = WorkspaceFilePosition &
+  WorkspaceFile & {
+    // The bytes when the file is at most the inline size asked for; a larger one's are read alone.
+    content?: Buffer;
+  };
+
+// Up to `limit` of the user's files of every workspace, by kind, id and path, after `after`: an
+// export's page. Only files up to `inlineMaxBytes` come with their bytes, so a page of many large
+// files never holds them all.
+export async function listWorkspaceFilesAfter(
+  db: Queryable,
+  userId: string,
+  options: { after?: WorkspaceFilePosition; limit: number; inlineMaxBytes: number },
+): Promise<ExportedWorkspaceFileRow[]> {
+  const { after, limit, inlineMaxBytes } = options;
+  const { rows } = await db.query<
+    FileRow & { kind: WorkspaceKind; owner_id: string; content: Buffer | null }
+  >(
+    `SELECT kind, owner_id, path, size, media_type, updated_at,
+            CASE WHEN size <= $2 THEN content END AS content
+     FROM tools.workspace_files
+     WHERE user_id = $1 AND ($3::text IS NULL OR (kind, owner_id, path) > ($3, $4::uuid, $5))
+     ORDER BY kind, owner_id, path
+     LIMIT $6`,
+    [userId, inlineMaxBytes, after?.kind ?? null, after?.id ?? null, after?.path ?? null, limit],
+  );
+  return rows.map((row) => ({
+    ...toWorkspaceFile(row),
+    kind: row.kind,
+    id: row.owner_id,
+    ...(row.content === null ? {} : { content: row.content }),
+  }));
+}
+
 // Bytes of all of the user's workspaces together: what the quota counts.
 export async function workspaceUsage(db: Queryable, userId: string): Promise<number> {
   const { rows } = await db.query<{ used: string }>(

@@ -1,4 +1,4 @@
-import { ExportLine, MemoryImportRecordsResponse } from '../../memory-export';
+import { ExportLine, MemoryExportImportResponse } from '../../memory-export';
 import {
   ForgetApplyBody,
   ForgetPreviewBody,
@@ -42,12 +42,14 @@ export const MEMORY_ENDPOINTS: Endpoint[] = [
     summary: 'Import an export (JSON Lines) as yours',
     description:
       'Every line is checked first; a bad one answers 400 naming its line, and nothing is ' +
-      'imported. The same file imported twice adds nothing. Also accepts Content-Type text/plain.',
+      'imported. The same file imported twice adds nothing. A workspace file that cannot be ' +
+      "stored (over the file size limit or the quota, a mission's) is listed in notImported " +
+      'and the rest is imported. Also accepts Content-Type text/plain.',
     tag: 'memory',
     auth: 'user',
     body: ndjson(ExportLine),
     status: 200,
-    response: json(MemoryImportRecordsResponse),
+    response: json(MemoryExportImportResponse),
     errors: ['timeout'],
     handler: 'importMemory',
   },

@@ -86,6 +86,7 @@ describe('a fact round trip', () => {
           createdAt: expect.any(String),
           updatedAt: expect.any(String),
         },
+        isDuplicate: false,
       },
     });
     const first = factOf(remembered);

@@ -84,6 +84,7 @@ describe('the Settings page, every part', () => {
     expect(await links.allTextContents()).toEqual([
       'Appearance',
       'Time zone',
+      'Instructions',
       'Notifications',
       'Push',
       'API keys',

@@ -45,6 +45,12 @@ const TONES: Record<string, 'ok' | 'bad' | 'active' | 'warn'> = {
   cancelled: 'warn',
   forgotten: 'warn',
   replaced: 'warn',
+  waiting: 'warn',
+  undone: 'warn',
+  // What a turn's extraction did to a fact (the Learned tab).
+  add: 'ok',
+  update: 'active',
+  invalidate: 'warn',
 };
 
 export function StatusBadge({ value, label }: { value: string; label?: string }) {

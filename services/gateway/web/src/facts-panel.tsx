@@ -13,6 +13,7 @@ const CATEGORIES: FactCategory[] = [
   'insight',
   'reminder',
   'profile',
+  'rule',
 ];
 
 type FactDraft = { content: string; category: FactCategory; importance: number; tags: string };

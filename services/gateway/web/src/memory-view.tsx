@@ -3,13 +3,23 @@ import { DocumentsPanel } from './documents-panel';
 import { FactsPanel } from './facts-panel';
 import { FilesPanel } from './files-panel';
 import { SearchPanel } from './search-panel';
+import { SkillsPanel } from './skills-panel';
 
 const TABS = [
   { path: '/memory', label: 'Facts' },
+  { path: '/memory/skills', label: 'Skills' },
   { path: '/memory/files', label: 'Files' },
   { path: '/memory/documents', label: 'Documents' },
   { path: '/memory/search', label: 'Search' },
 ] as const;
+
+function CurrentPanel({ path }: { path: (typeof TABS)[number]['path'] }) {
+  if (path === '/memory/skills') return <SkillsPanel />;
+  if (path === '/memory/files') return <FilesPanel />;
+  if (path === '/memory/documents') return <DocumentsPanel />;
+  if (path === '/memory/search') return <SearchPanel />;
+  return <FactsPanel />;
+}
 
 export function MemoryView({ path }: { path: string }) {
   const current = TABS.find((tab) => tab.path === path) ?? TABS[0];
@@ -23,15 +33,7 @@ export function MemoryView({ path }: { path: string }) {
           </AppLink>
         ))}
       </nav>
-      {current.path === '/memory/files' ? (
-        <FilesPanel />
-      ) : current.path === '/memory/documents' ? (
-        <DocumentsPanel />
-      ) : current.path === '/memory/search' ? (
-        <SearchPanel />
-      ) : (
-        <FactsPanel />
-      )}
+      <CurrentPanel path={current.path} />
     </section>
   );
 }

@@ -1,4 +1,11 @@
-import type { Mission, MissionResponse, MissionStatus, MissionTaskStatus } from '@jarvis/contracts';
+import type {
+  Mission,
+  MissionDetail,
+  MissionQuestion,
+  MissionResponse,
+  MissionStatus,
+  MissionTaskStatus,
+} from '@jarvis/contracts';
 import { useEffect, useState } from 'preact/hooks';
 import { withQuery } from './api-client';
 import { useApp } from './app-context';
@@ -11,6 +18,68 @@ const ACTIVE: MissionStatus[] = ['planning', 'running', 'reporting'];
 const REFRESH_MS = 5_000;
 // A task that ended may have written files: the files panel reads the workspace again.
 const FINISHED: MissionTaskStatus[] = ['completed', 'failed'];
+
+// A task asked the user something (ask_user) and waits: the answer lets it go on. Unanswered
+// until expiresAt, it goes on without one.
+function QuestionCard(props: {
+  mission: MissionDetail;
+  question: MissionQuestion;
+  onAnswered: () => void;
+}) {
+  const { client } = useApp();
+  const { question } = props;
+  const task = props.mission.tasks.find((candidate) => candidate.id === question.taskId);
+  const [text, setText] = useState('');
+  const [isSending, setIsSending] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+
+  async function answer(event: Event) {
+    event.preventDefault();
+    setIsSending(true);
+    setError(undefined);
+    try {
+      await client.send<MissionResponse>(
+        'POST',
+        `/v1/missions/${encodeURIComponent(props.mission.id)}/answer`,
+        { text },
+      );
+      props.onAnswered();
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setIsSending(false);
+    }
+  }
+
+  return (
+    <section class="card question" aria-labelledby="question-title" aria-busy={isSending}>
+      <h2 id="question-title">Jarvis asks you</h2>
+      <p class="msg-text">{question.text}</p>
+      <p class="muted">
+        {task ? `For task ${task.number}, ${task.title}. ` : ''}Without an answer by{' '}
+        {formatDateTime(question.expiresAt)}, the task goes on without one.
+      </p>
+      <form aria-label="Answer" onSubmit={(event) => void answer(event)}>
+        <div class="field">
+          <label for="question-answer">Your answer</label>
+          <textarea
+            id="question-answer"
+            rows={3}
+            value={text}
+            onInput={(event) => setText(event.currentTarget.value)}
+            required
+          />
+        </div>
+        <div class="button-row">
+          <button type="submit" class="primary" disabled={isSending}>
+            Send answer
+          </button>
+        </div>
+        <ErrorNotice message={error} />
+      </form>
+    </section>
+  );
+}
 
 export function MissionDetailView({ id }: { id: string }) {
   const { client } = useApp();
@@ -74,6 +143,14 @@ export function MissionDetailView({ id }: { id: string }) {
           </button>
         ) : null}
       </div>
+      {detail.question ? (
+        <QuestionCard
+          key={detail.question.id}
+          mission={detail}
+          question={detail.question}
+          onAnswered={mission.reload}
+        />
+      ) : null}
       <h2>Tasks</h2>
       <ol class="cards" aria-label="Tasks">
         {detail.tasks.map((task) => (

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useApp } from './app-context';
 import { ErrorNotice, Loading, PageHeader } from './components';
 import { DeliveriesList } from './deliveries-list';
+import { InstructionsSetting } from './instructions-setting';
 import { NotificationChannels } from './notification-channels';
 import { ApiKeysSetting } from './settings-keys';
 import { ThemeSetting } from './settings-theme';
@@ -127,10 +128,10 @@ function Notifications({ timeZone }: { timeZone: string }) {
 }
 
 // Every setting is on this one page; the links jump to its parts (a long page on a phone).
-// Standing instructions will have their part here once the server keeps them.
 const PARTS = [
   { id: 'settings-appearance', label: 'Appearance' },
   { id: 'settings-time-zone', label: 'Time zone' },
+  { id: 'settings-instructions', label: 'Instructions' },
   { id: 'settings-notifications', label: 'Notifications' },
   { id: 'channel-webpush-title', label: 'Push' },
   { id: 'settings-keys', label: 'API keys' },
@@ -167,6 +168,9 @@ export function SettingsView() {
         <>
           <div id="settings-time-zone">
             <TimeZoneSetting me={user} onSaved={setSavedMe} />
+          </div>
+          <div id="settings-instructions">
+            <InstructionsSetting />
           </div>
           <Notifications timeZone={user.timeZone} />
         </>

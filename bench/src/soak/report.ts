@@ -5,6 +5,8 @@ import type { SentMessage } from '@jarvis/testkit';
 export type Spread = { p50: number; p95: number; max: number };
 
 export type TurnRecord = {
+  // The turn's number, from 0 (failed turns leave gaps in a list of records).
+  turn: number;
   // Round trip of POST /v1/chat less the fake model's own time.
   overheadMs: number;
   // The fake's usage: a quarter of the characters of every message of the prompt.
@@ -13,6 +15,8 @@ export type TurnRecord = {
   // From the run's recorded steps (read once the soak is over).
   recallMs?: number;
   modelMs?: number;
+  // The tokens of each part of the prompt, as the run recorded them (its recall step).
+  contextTokens?: Record<string, number>;
 };
 
 export type Sample = {
@@ -98,7 +102,10 @@ export function locateInPrompt(prompt: SentMessage[], needle: string): string[] 
   const places = new Set<string>();
   for (const section of (prompt[0]?.content ?? '').split('\n\n')) {
     if (!has(section)) continue;
-    if (section.startsWith('What you know about the user:')) places.add('profile');
+    if (section.startsWith('Standing instructions from the user')) places.add('instructions');
+    else if (section.startsWith('What you know about the user:')) places.add('profile');
+    else if (section.startsWith('Skills you can load')) places.add('skills');
+    else if (section.startsWith('Current state:')) places.add('current state');
     else if (section.startsWith('Earlier in this conversation')) places.add('summary');
     else if (section.startsWith('Memories that may be relevant:')) {
       for (const line of section.split('\n').filter(has)) {
@@ -108,6 +115,49 @@ export function locateInPrompt(prompt: SentMessage[], needle: string): string[] 
   }
   if (prompt.slice(1, -1).some((message) => has(message.content))) places.add('recent messages');
   return [...places];
+}
+
+// The parts of a prompt as the orchestrator records them for each run (describeContext in
+// services/orchestrator/src/services/context-budget.ts), in the prompt's order.
+const PROMPT_SECTIONS: [string, string][] = [
+  ['system', 'fixed text (persona, date, headings)'],
+  ['instructions', 'standing instructions and rules'],
+  ['profile', 'profile'],
+  ['skills', 'skills index'],
+  ['active', 'current state'],
+  ['summaries', 'summaries'],
+  ['relevant', 'recalled memories'],
+  ['recent', 'recent messages'],
+  ['message', 'the new message'],
+  ['tools', 'tool definitions'],
+];
+
+export type SectionTokens = { turn: number; tokens: Record<string, number> };
+
+// The recorded parts of the prompts of the given turns (counted from 1), of those that ran.
+export function sectionTokensAt(turns: TurnRecord[], at: number[]): SectionTokens[] {
+  return [...new Set(at)].flatMap((turn) => {
+    const tokens = turns.find((record) => record.turn === turn - 1)?.contextTokens;
+    return tokens ? [{ turn, tokens }] : [];
+  });
+}
+
+function sectionTable(shares: SectionTokens[]): string {
+  const totals = shares.map(({ tokens }) =>
+    PROMPT_SECTIONS.reduce((sum, [key]) => sum + (tokens[key] ?? 0), 0),
+  );
+  const cell = (tokens: number, total: number) =>
+    `${tokens} (${total > 0 ? round((tokens / total) * 100) : 0} %)`;
+  return table(
+    ['section', ...shares.map(({ turn }) => `turn ${turn}`)],
+    [
+      ...PROMPT_SECTIONS.map(([key, name]) => [
+        name,
+        ...shares.map(({ tokens }, index) => cell(tokens[key] ?? 0, totals[index] ?? 0)),
+      ]),
+      ['all', ...totals.map((total) => `${total}`)],
+    ],
+  );
 }
 
 export type SoakReport = {
@@ -132,6 +182,8 @@ export type SoakReport = {
   // wall time a turn took (CPU per turn over it: the cores kept busy).
   cpuAfterWarmUp: { msPerTurn: Record<string, number>; wallMsPerTurn: number };
   promptTokens: Spread & { budget: number; overBudget: number; toolDefinitions: number };
+  // Each section's tokens in the prompts of a few turns (the 10th, the 1,000th, the last).
+  sectionTokens: SectionTokens[];
   windows: WindowFigures[];
   samples: Sample[];
   growthAfterWarmUpPercent: Record<string, number>;
@@ -229,6 +281,10 @@ export function renderMarkdown(report: SoakReport, processes: readonly string[])
     '## Prompt size',
     '',
     `Prompt tokens per turn (the fake's usage: a quarter of the characters of every message): p50 ${report.promptTokens.p50}, p95 ${report.promptTokens.p95}, max ${report.promptTokens.max}; CONTEXT_TOKEN_BUDGET ${report.promptTokens.budget}; turns over it: ${report.promptTokens.overBudget}. The tool definitions sent with each turn add about ${report.promptTokens.toolDefinitions} tokens outside the budget.`,
+    '',
+    'Tokens of each section of the prompt, and its share of the whole, as the runs recorded them (orchestrator.run_steps, the recall step; the tool definitions as the orchestrator counted them):',
+    '',
+    report.sectionTokens.length > 0 ? sectionTable(report.sectionTokens) : 'Not recorded.',
     '',
     '## Facts planted in the first 100 turns, asked about at the end',
     '',

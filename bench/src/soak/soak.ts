@@ -19,6 +19,7 @@ import {
   renderMarkdown,
   type Sample,
   type SoakReport,
+  sectionTokensAt,
   slopePer1000Turns,
   spread,
   type TurnRecord,
@@ -185,21 +186,41 @@ async function sample(
   };
 }
 
-// What the runs recorded: the recall and model steps of each turn.
+type RecordedSteps = {
+  recallMs: number;
+  modelMs: number;
+  contextTokens: Record<string, number> | undefined;
+};
+
+// What the runs recorded: the recall and model steps of each turn, and the tokens of each part
+// of its prompt (the recall step's output).
 async function readSteps(
   db: pg.Client,
   conversationId: string,
-): Promise<Map<string, { recallMs: number; modelMs: number }>> {
-  const { rows } = await db.query<{ id: string; recall_ms: string; model_ms: string }>(
+): Promise<Map<string, RecordedSteps>> {
+  const { rows } = await db.query<{
+    id: string;
+    recall_ms: string;
+    model_ms: string;
+    tokens: Record<string, number> | null;
+  }>(
     `SELECT r.id,
             coalesce(sum(s.duration_ms) FILTER (WHERE s.kind = 'recall'), 0) AS recall_ms,
-            coalesce(sum(s.duration_ms) FILTER (WHERE s.kind = 'model'), 0) AS model_ms
+            coalesce(sum(s.duration_ms) FILTER (WHERE s.kind = 'model'), 0) AS model_ms,
+            (array_agg(s.output -> 'tokens') FILTER (WHERE s.kind = 'recall'))[1] AS tokens
      FROM orchestrator.runs r LEFT JOIN orchestrator.run_steps s ON s.run_id = r.id
      WHERE r.conversation_id = $1 GROUP BY r.id`,
     [conversationId],
   );
   return new Map(
-    rows.map((row) => [row.id, { recallMs: Number(row.recall_ms), modelMs: Number(row.model_ms) }]),
+    rows.map((row) => [
+      row.id,
+      {
+        recallMs: Number(row.recall_ms),
+        modelMs: Number(row.model_ms),
+        contextTokens: row.tokens ?? undefined,
+      },
+    ]),
   );
 }
 
@@ -232,7 +253,7 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
   const { turns, samples, facts } = progress;
   const steps = progress.conversationId
     ? await readSteps(db, progress.conversationId)
-    : new Map<string, { recallMs: number; modelMs: number }>();
+    : new Map<string, RecordedSteps>();
   for (const turn of turns) Object.assign(turn, steps.get(turn.runId) ?? {});
   const extractions = await readExtractions(db, progress.userId);
   const settled = turns.slice(WARM_UP_TURNS);
@@ -307,6 +328,7 @@ async function writeReport(db: pg.Client, progress: Progress): Promise<SoakRepor
       overBudget,
       toolDefinitions: model.lastTurnToolTokens(),
     },
+    sectionTokens: sectionTokensAt(turns, [10, 1_000, TURNS]),
     windows: describeWindows(turns, WINDOW),
     samples,
     growthAfterWarmUpPercent: growth,
@@ -411,7 +433,7 @@ try {
     failedInARow = 0;
     const body = ChatResponse.parse(JSON.parse(text));
     progress.conversationId = body.conversationId;
-    return { overheadMs, promptTokens: body.usage.inputTokens, runId: body.runId };
+    return { turn, overheadMs, promptTokens: body.usage.inputTokens, runId: body.runId };
   };
 
   for (let turn = 0; turn < TURNS; turn++) {

@@ -9,7 +9,7 @@ import { SkillSummary } from './memory-recall';
 // refuses a skills/ write that is not one.
 
 export const SKILLS_FOLDER = 'skills/';
-export const SKILL_NAME_MAX_CHARS = 64;
+const SKILL_NAME_MAX_CHARS = 64;
 // Every skill's name and description are in every prompt, so both are bounded: a description
 // is a line, and a user has at most SKILLS_MAX skills.
 export const SKILL_DESCRIPTION_MAX_CHARS = 200;

@@ -71,7 +71,7 @@ export type LoopResult = {
   paused?: { call: ToolCall; state: LoopState; kind: PauseKind };
 };
 
-export type PauseKind = 'approval' | 'question';
+type PauseKind = 'approval' | 'question';
 
 // Where the loop stands: enough to go on later, after a restart (it is stored as JSON with the
 // approval it waits for, and checked when read back).
@@ -90,7 +90,7 @@ type LoopState = z.infer<typeof LoopStateSchema>;
 
 // What the user said about the call the loop paused on: their approval of a risky call, or
 // their answer to a question (null when it expired unanswered).
-export type LoopDecision =
+type LoopDecision =
   | { toolCallId: string; status: 'approved' | 'denied' | 'expired' }
   | { toolCallId: string; status: 'answered'; answer: string | null };
 

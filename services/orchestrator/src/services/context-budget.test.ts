@@ -188,7 +188,84 @@ describe('fitContext', () => {
     expect(fitted.summaries).toEqual(summaries.slice(1));
     // 1,000 - 90 - 130 - 220 = 560 for messages: the three newest.
     expect(fitted.recent).toEqual(recent.slice(1));
-    expect(fitted.tokens).toEqual({ profile: 90, relevant: 130, summaries: 220, recent: 300 });
+    expect(fitted.tokens).toEqual({
+      instructions: 0,
+      profile: 90,
+      skills: 0,
+      active: 0,
+      relevant: 130,
+      summaries: 220,
+      recent: 300,
+    });
+  });
+
+  it('takes the standing instructions and rules whole off the top, and shares out what is left', () => {
+    const rules = [
+      { id: randomUUID(), content: 'Always use metric.', tokens: 100 },
+      { id: randomUUID(), content: 'Answer in Norwegian.', tokens: 100 },
+    ];
+    const recall: MemoryRecallResponse = {
+      instructions: { text: 'Keep it short.', tokens: 300 },
+      rules,
+      skills: [],
+      // 10 % of the 500 left: 50.
+      profile: [fact(40), fact(20)],
+      relevant: [],
+      summaries: [],
+      recent: [stored(randomUUID(), 'm1', 300), stored(randomUUID(), 'm2', 300)],
+    };
+
+    const fitted = fitContext(recall, 1_000);
+
+    expect(fitted.instructions).toEqual(recall.instructions);
+    expect(fitted.rules).toEqual(rules);
+    expect(fitted.profile).toEqual(recall.profile.slice(0, 1));
+    // 500 - 40 = 460 for messages: only the newest.
+    expect(fitted.recent).toEqual(recall.recent.slice(1));
+    expect(fitted.tokens).toMatchObject({ instructions: 500, profile: 40, recent: 300 });
+  });
+
+  it('never cuts the standing instructions, even past the whole budget', () => {
+    const recall: MemoryRecallResponse = {
+      instructions: { text: 'A long text.', tokens: 900 },
+      rules: [{ id: randomUUID(), content: 'A rule.', tokens: 300 }],
+      skills: [],
+      profile: [fact(10)],
+      relevant: [item(10)],
+      summaries: [],
+      recent: [stored(randomUUID(), 'hi', 5)],
+    };
+
+    const fitted = fitContext(recall, 1_000);
+
+    expect(fitted.instructions?.text).toBe('A long text.');
+    expect(fitted.rules).toHaveLength(1);
+    expect(fitted.profile).toEqual([]);
+    expect(fitted.tokens).toMatchObject({ instructions: 1_200, recent: 5 });
+  });
+
+  it('fits the skills index and the current state each within its share, counted as shown', () => {
+    const skill = (name: string) => ({ name, description: 'x'.repeat(36) });
+    const recall: MemoryRecallResponse = {
+      ...NOTHING_STANDING,
+      // Each line "- sN: " + 36 characters is 11 estimated tokens; 5 % of 1,000 is 50: four.
+      skills: [1, 2, 3, 4, 5, 6].map((n) => skill(`s${n}`)),
+      profile: [],
+      relevant: [],
+      summaries: [],
+      recent: [stored(randomUUID(), 'hi', 5)],
+    };
+    // "- " and 38 characters: 10 tokens each; five fit in 50.
+    const active = Array.from({ length: 7 }, (_, n) => `Waiting for the user's approval ${n}.....`);
+
+    const fitted = fitContext(recall, 1_000, {
+      active,
+      count: (text) => Math.ceil(text.length / 4),
+    });
+
+    expect(fitted.skills.map((found) => found.name)).toEqual(['s1', 's2', 's3', 's4']);
+    expect(fitted.active.map((line) => line.text)).toEqual(active.slice(0, 5));
+    expect(fitted.tokens).toMatchObject({ skills: 44, active: 50, recent: 5 });
   });
 
   it('keeps the newest message, the one to answer, even when it alone passes the budget', () => {
@@ -209,7 +286,10 @@ describe('describeContext', () => {
   it("records the budget and each part's tokens, the new message apart", async () => {
     const userMessageId = randomUUID();
     const recall: MemoryRecallResponse = {
-      ...NOTHING_STANDING,
+      instructions: { text: 'Be brief.', tokens: 3 },
+      rules: [{ id: randomUUID(), content: 'Always use metric units.', tokens: 8 }],
+      // "- trips: Plan a trip." counted as the budget counts it: 21 characters, 6 tokens.
+      skills: [{ name: 'trips', description: 'Plan a trip.' }],
       profile: [{ id: randomUUID(), content: 'Lives in Oslo.', tokens: 4 }],
       relevant: [],
       summaries: [],
@@ -222,21 +302,28 @@ describe('describeContext', () => {
     try {
       const budget = await planContextBudget(deps(bus, 8_000, []), undefined, NOW, 'UTC');
 
-      expect(
-        describeContext(budget, fitContext(recall, budget.tokenBudget), userMessageId),
-      ).toEqual({
+      const active = ['Mission running: "Trip" (0 of 2)'];
+      const fitted = fitContext(recall, budget.tokenBudget, { active, count: budget.count });
+
+      expect(describeContext(budget, fitted, userMessageId)).toEqual({
         model: null,
         contextWindow: null,
         tokenizer: 'estimate',
         tokenBudget: 8_000,
+        rules: 1,
         profile: 1,
+        skills: 1,
+        active: 1,
         relevant: 0,
         summaries: 0,
         recent: 2,
         tokens: {
           system: budget.systemTokens,
           tools: 1,
+          instructions: 11,
           profile: 4,
+          skills: 6,
+          active: 9,
           relevant: 0,
           summaries: 0,
           recent: 3,

@@ -7,17 +7,20 @@ import {
   type RoutedModel,
   type TokenizerFamily,
 } from '@jarvis/contracts';
-import { loadTokenCounter, type TokenCounter } from '@jarvis/tokens';
+import { estimateTokens, loadTokenCounter, type TokenCounter } from '@jarvis/tokens';
 import type { AgentTool } from '../tools/agent-tool';
-import { buildPrompt } from './build-prompt';
+import { buildPrompt, skillLine } from './build-prompt';
 
 // What a chat API adds around each message (role and separators): OpenAI counts 3 tokens a
 // message and 3 more that prime the reply; Anthropic's and Ollama's formats are alike.
 const MESSAGE_FRAMING_TOKENS = 3;
 // The smallest budget memory.recall takes.
 const MIN_TOKEN_BUDGET = 200;
-// Shares of the budget each part of the context may take at most; recent messages get the rest.
+// Shares of the budget each part of the context may take at most, once the standing
+// instructions and rules are taken off the top; recent messages get the rest.
 const PROFILE_SHARE = 0.1;
+const SKILLS_SHARE = 0.05;
+const ACTIVE_SHARE = 0.05;
 const RELEVANT_SHARE = 0.15;
 const SUMMARY_SHARE = 0.25;
 
@@ -33,6 +36,9 @@ export type ContextBudget = {
   // The prompt's fixed part (see countFixedPart) and the tool definitions, outside the budget.
   systemTokens: number;
   toolTokens: number;
+  // Tokens of a text in the tokenizer the budget is in: for what the orchestrator adds itself
+  // (the skills index, the current state).
+  count(text: string): number;
 };
 
 export type BudgetDeps = {
@@ -82,6 +88,7 @@ export async function planContextBudget(
     }),
     systemTokens,
     toolTokens,
+    count: counter.count,
   };
 }
 
@@ -116,29 +123,66 @@ function countToolTokens(
 // A turn's context as the prompt shows it: what of recall's candidates fits the budget, and the
 // tokens of each part (memory counted each candidate once, in the tokens of the model sized for).
 export type FittedContext = MemoryRecallResponse & {
-  tokens: { profile: number; relevant: number; summaries: number; recent: number };
+  // The lines of the user's current state (active-state.ts) that fit.
+  active: { text: string; tokens: number }[];
+  tokens: {
+    // The standing instructions and rules together.
+    instructions: number;
+    profile: number;
+    skills: number;
+    active: number;
+    relevant: number;
+    summaries: number;
+    recent: number;
+  };
 };
 
-// The one place a turn's context is fitted to its budget: each part within its share, in
-// memory's order of preference (the newest summaries and messages), and recent messages in what
-// is left. The newest message, the one to answer, is always kept: a window too small for it is
-// the gateway's to refuse, which tells the user why.
-export function fitContext(recall: MemoryRecallResponse, tokenBudget: number): FittedContext {
-  const profile = fitWithin(recall.profile, tokenBudget * PROFILE_SHARE);
-  const relevant = fitWithin(recall.relevant, tokenBudget * RELEVANT_SHARE);
-  const summaries = fitWithin([...recall.summaries].reverse(), tokenBudget * SUMMARY_SHARE);
-  const used = profile.tokens + relevant.tokens + summaries.tokens;
-  const recent = fitWithin([...recall.recent].reverse(), Math.max(tokenBudget - used, 0), 1);
+// What the orchestrator adds to recall's parts: the lines of the current state, and how to count
+// tokens (the budget's `count`).
+type LocalContext = { active: string[]; count(text: string): number };
+
+const NO_LOCAL_CONTEXT: LocalContext = { active: [], count: estimateTokens };
+
+// The one place a turn's context is fitted to its budget. The user's standing instructions and
+// rules are taken whole off the top (memory keeps them within INSTRUCTIONS_TOKEN_CAP, so they are
+// never cut); then each part within its share of what is left, in memory's order of preference
+// (the newest summaries and messages), and recent messages in what remains. The newest message,
+// the one to answer, is always kept: a window too small for it is the gateway's to refuse, which
+// tells the user why.
+export function fitContext(
+  recall: MemoryRecallResponse,
+  tokenBudget: number,
+  local: LocalContext = NO_LOCAL_CONTEXT,
+): FittedContext {
+  const instructions =
+    (recall.instructions?.tokens ?? 0) + recall.rules.reduce((sum, rule) => sum + rule.tokens, 0);
+  const left = Math.max(tokenBudget - instructions, 0);
+  const profile = fitWithin(recall.profile, left * PROFILE_SHARE);
+  const counted = recall.skills.map((skill) => ({
+    ...skill,
+    tokens: local.count(skillLine(skill)),
+  }));
+  const skills = fitWithin(counted, left * SKILLS_SHARE);
+  const lines = local.active.map((text) => ({ text, tokens: local.count(`- ${text}`) }));
+  const active = fitWithin(lines, left * ACTIVE_SHARE);
+  const relevant = fitWithin(recall.relevant, left * RELEVANT_SHARE);
+  const summaries = fitWithin([...recall.summaries].reverse(), left * SUMMARY_SHARE);
+  const used = profile.tokens + skills.tokens + active.tokens + relevant.tokens + summaries.tokens;
+  const recent = fitWithin([...recall.recent].reverse(), Math.max(left - used, 0), 1);
   return {
     instructions: recall.instructions,
     rules: recall.rules,
-    skills: recall.skills,
     profile: profile.items,
+    skills: skills.items.map(({ name, description }) => ({ name, description })),
+    active: active.items,
     relevant: relevant.items,
     summaries: summaries.items.reverse(),
     recent: recent.items.reverse(),
     tokens: {
+      instructions,
       profile: profile.tokens,
+      skills: skills.tokens,
+      active: active.tokens,
       relevant: relevant.tokens,
       summaries: summaries.tokens,
       recent: recent.tokens,
@@ -176,14 +220,20 @@ export function describeContext(
     contextWindow: budget.contextWindow ?? null,
     tokenizer: budget.tokenizer,
     tokenBudget: budget.tokenBudget,
+    rules: context.rules.length,
     profile: context.profile.length,
+    skills: context.skills.length,
+    active: context.active.length,
     relevant: context.relevant.length,
     summaries: context.summaries.length,
     recent: context.recent.length,
     tokens: {
       system: budget.systemTokens,
       tools: budget.toolTokens,
+      instructions: context.tokens.instructions,
       profile: context.tokens.profile,
+      skills: context.tokens.skills,
+      active: context.tokens.active,
       relevant: context.tokens.relevant,
       summaries: context.tokens.summaries,
       recent: context.tokens.recent - message,
@@ -194,7 +244,8 @@ export function describeContext(
 
 // The prompt around what recall fills: persona, date, section headings, and the framing of as
 // many items as recall may return (list markers, dates and kinds, message roles). Counted on a
-// prompt built with empty items, so it follows whatever buildPrompt writes.
+// prompt built with empty items, so it follows whatever buildPrompt writes. The skills index and
+// the current state count their lines whole, so one empty line of each stands for its heading.
 function countFixedPart(
   counter: TokenCounter,
   historyLimit: number,
@@ -206,7 +257,11 @@ function countFixedPart(
   const times = <T>(count: number, item: T): T[] => Array.from({ length: count }, () => item);
   const [system] = buildPrompt(
     {
+      instructions: null,
+      rules: [{ content: '' }],
       profile: times(RECALL_PROFILE_LIMIT, { id, content: '' }),
+      skills: [{ name: '', description: '' }],
+      active: [{ text: '' }],
       relevant: times(RECALL_RELEVANT_LIMIT, {
         kind: 'document' as const,
         id,

@@ -33,6 +33,7 @@ import {
 } from '../repositories/runs-repository';
 import { recordRunTotals } from '../repositories/steps-repository';
 import type { AgentTool } from '../tools/agent-tool';
+import { loadActiveState } from './active-state';
 import {
   createStepRecorder,
   type LoopDeps,
@@ -81,6 +82,13 @@ export type TurnDeps = {
   // Counts and times turns, their tool calls, guardrails and tokens; none in tests that do not
   // look at them.
   metrics?: AgentMetrics;
+  // Takes a message as the answer to a mission's question waiting in its conversation, and
+  // answers the note the turn replies with instead of a model's answer; undefined when no
+  // question waits there (missions/mission-questions.ts).
+  answerPendingQuestion?: (
+    run: { userId: string; conversationId: string },
+    text: string,
+  ) => Promise<string | undefined>;
 };
 
 // Another turn of the same conversation is running: look again shortly.
@@ -307,7 +315,14 @@ async function answer(
   replyKey: string,
   expected: Promise<RoutedModel | undefined>,
 ): Promise<Finished> {
+  const passedOn =
+    message === undefined ? undefined : await deps.answerPendingQuestion?.(run, message);
+  if (passedOn !== undefined) {
+    return finish(deps, loop, run, noteResult(passedOn), replyKey, { costUsd: 0 }, []);
+  }
   const recallStarted = new Date();
+  // Read beside recall: it never fails, and gives up by ACTIVE_STATE_TIMEOUT_MS.
+  const active = loadActiveState(deps, run.userId, recallStarted);
   const budget = await planContextBudget(
     deps,
     await expected,
@@ -327,7 +342,10 @@ async function answer(
     recordRetrieval(span, recalled);
     return recalled;
   });
-  const fitted = fitContext(recall, budget.tokenBudget);
+  const fitted = fitContext(recall, budget.tokenBudget, {
+    active: await active,
+    count: budget.count,
+  });
   const context = describeContext(budget, fitted, run.userMessageId);
   loop.recorder.record({
     kind: 'recall',
@@ -349,6 +367,17 @@ async function answer(
     ...fitted.relevant.map((item) => item.id),
     ...fitted.profile.map((fact) => fact.id),
   ]);
+}
+
+// A reply the turn gives without a model: no tokens, no cost.
+function noteResult(content: string): LoopResult {
+  return {
+    content,
+    provider: 'none',
+    model: 'none',
+    usage: { inputTokens: 0, outputTokens: 0 },
+    costUsd: 0,
+  };
 }
 
 // The run goes on from where it paused, with the user's decision on the call it paused on.

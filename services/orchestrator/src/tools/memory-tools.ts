@@ -1,6 +1,7 @@
-import type { Bus } from '@jarvis/bus';
-import { describeZodError } from '@jarvis/bus';
+import { type Bus, BusError, describeZodError } from '@jarvis/bus';
 import {
+  FactContent,
+  FilePath,
   memoryFactsForget,
   memoryFactsRemember,
   memoryFilesDelete,
@@ -10,9 +11,13 @@ import {
   memoryFilesRead,
   memoryFilesWrite,
   memorySearch,
+  memorySkillsLoad,
   type RpcContract,
+  SKILLS_FOLDER,
+  SkillName,
+  type ToolRisk,
 } from '@jarvis/contracts';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { type AgentTool, jsonSchemaOf, type ToolContext, ToolInputError } from './agent-tool';
 
 // The memory service's own request schemas, less what the orchestrator fills in (the user, the
@@ -64,7 +69,7 @@ const MEMORY_TOOLS = [
   memoryTool('memory_read', 'Read one of your memory files.', memoryFilesRead, user),
   memoryTool(
     'memory_write',
-    'Create or replace a memory file (notes, plans, procedures); the previous version is kept.',
+    'Create or replace a memory file (notes, plans, procedures); the previous version is kept. A skill (a procedure the user wants reused) is the file skills/<name>.md beginning "---\\nname: <name>\\ndescription: <one line>\\n---\\n", then the procedure; writing one waits for the user\'s approval.',
     memoryFilesWrite,
     user,
   ),
@@ -103,10 +108,91 @@ const MEMORY_TOOLS = [
   ),
 ];
 
+const ProposeRuleArgs = z.strictObject({ text: FactContent });
+
+// A standing rule is in every later prompt, so one the model proposes (or that a fetched page
+// talked it into) waits for the user's approval, whatever APPROVAL_TOOLS says.
+function proposeRule(bus: Bus): AgentTool {
+  return {
+    definition: {
+      name: 'propose_rule',
+      description:
+        'Propose a standing rule to follow in every conversation from now on ("always use metric units"), when the user states how you should always work. It is stored once the user approves it. If it is refused, tell the user why.',
+      parameters: jsonSchemaOf(ProposeRuleArgs),
+    },
+    risk: 'risky',
+    async run(input, context) {
+      const parsed = ProposeRuleArgs.safeParse(input);
+      if (!parsed.success) throw new ToolInputError(describeZodError(parsed.error));
+      try {
+        const { fact, isDuplicate } = await bus.request(
+          memoryFactsRemember,
+          {
+            userId: context.userId,
+            content: parsed.data.text,
+            category: 'rule',
+            sourceMessageIds: context.userMessageId ? [context.userMessageId] : [],
+          },
+          { timeoutMs: context.timeoutMs },
+        );
+        return { rule: { id: fact.id, text: fact.content }, isAlreadyARule: isDuplicate };
+      } catch (error) {
+        // Memory refuses a rule that would take the standing instructions past their cap, and
+        // says by how much: the model is to pass that on, not to try again.
+        if (error instanceof BusError && error.code === 'bad_request') {
+          throw new Error(`the rule was not stored: ${error.message}`);
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+const SkillLoadArgs = z.strictObject({ name: SkillName });
+
+function skillLoad(bus: Bus): AgentTool {
+  return {
+    definition: {
+      name: 'skill_load',
+      description:
+        'Load one of your skills (a procedure the user approved) by its name from the skills index, to follow it.',
+      parameters: jsonSchemaOf(SkillLoadArgs),
+    },
+    risk: 'safe',
+    async run(input, context) {
+      const parsed = SkillLoadArgs.safeParse(input);
+      if (!parsed.success) throw new ToolInputError(describeZodError(parsed.error));
+      try {
+        return await bus.request(
+          memorySkillsLoad,
+          { userId: context.userId, name: parsed.data.name },
+          { timeoutMs: context.timeoutMs },
+        );
+      } catch (error) {
+        if (error instanceof BusError && error.code === 'not_found') {
+          throw new ToolInputError(`there is no skill named ${parsed.data.name}`);
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+// The tools that change a memory file by its path. A skill steers later prompts, so changing
+// one waits for the user's approval as a rule does; other files do not.
+const FILE_CHANGING_TOOLS = new Set(['memory_write', 'memory_edit', 'memory_delete']);
+
+function isSkillChange(args: Record<string, unknown>): boolean {
+  const path = FilePath.safeParse(args.path);
+  return path.success && path.data.startsWith(SKILLS_FOLDER);
+}
+
 // `risky`: the names of the tools that wait for the user's approval (APPROVAL_TOOLS).
 export function createMemoryTools(bus: Bus, risky: Set<string>): AgentTool[] {
-  return MEMORY_TOOLS.map((make) => {
-    const tool = make(bus);
-    return risky.has(tool.definition.name) ? { ...tool, risk: 'risky' as const } : tool;
+  const tools = [...MEMORY_TOOLS.map((make) => make(bus)), proposeRule(bus), skillLoad(bus)];
+  return tools.map((tool) => {
+    const risk: ToolRisk = risky.has(tool.definition.name) ? 'risky' : tool.risk;
+    if (!FILE_CHANGING_TOOLS.has(tool.definition.name)) return { ...tool, risk };
+    return { ...tool, risk, riskOf: (args) => (isSkillChange(args) ? 'risky' : risk) };
   });
 }

@@ -1,0 +1,104 @@
+import type { Bus } from '@jarvis/bus';
+import { type Schedule, schedulerSchedulesList } from '@jarvis/contracts';
+import type { Pool } from '@jarvis/db';
+import { listApprovals } from '../repositories/approvals-repository';
+import { listMissions, listTasks } from '../repositories/missions-repository';
+
+// How long a turn waits for the user's current state. It is worth a few lines of context, never a
+// slower answer: a source that has not answered by then is left out of this turn's prompt.
+const ACTIVE_STATE_TIMEOUT_MS = 500;
+// Lines of each kind (approvals, missions, reminders) at most: the prompt shows the state, the
+// API lists it.
+const LINES_PER_KIND = 5;
+const DUE_WITHIN_MS = 24 * 60 * 60 * 1_000;
+// Characters of a user's or model's text (arguments, an objective, a reminder) a line quotes.
+const QUOTED_MAX_CHARS = 120;
+
+type ActiveStateDeps = { bus: Bus; pool: Pool };
+
+// What is going on for the user now, as lines of the prompt's `Current state:` section: pending
+// approvals, running missions with their progress, and what their schedules will do within 24
+// hours. Never fails: a source that fails or is late gives no lines.
+export async function loadActiveState(
+  deps: ActiveStateDeps,
+  userId: string,
+  now: Date,
+): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string[]>((resolve) => {
+    timer = setTimeout(() => resolve([]), ACTIVE_STATE_TIMEOUT_MS);
+  });
+  const sources = [
+    pendingApprovals(deps.pool, userId, now),
+    runningMissions(deps.pool, userId),
+    dueSchedules(deps.bus, userId, now),
+  ].map((source) => Promise.race([source.catch(() => []), late]));
+  try {
+    return (await Promise.all(sources)).flat();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function pendingApprovals(pool: Pool, userId: string, now: Date): Promise<string[]> {
+  const approvals = await listApprovals(pool, userId, 'pending', LINES_PER_KIND);
+  return approvals
+    .filter((approval) => Date.parse(approval.expiresAt) > now.getTime())
+    .map(
+      (approval) =>
+        `Waiting for the user's approval: ${approval.toolName} ${quote(JSON.stringify(approval.arguments))}`,
+    );
+}
+
+async function runningMissions(pool: Pool, userId: string): Promise<string[]> {
+  const missions = await listMissions(
+    pool,
+    { userId, status: 'running', before: undefined },
+    LINES_PER_KIND,
+  );
+  return Promise.all(
+    missions.map(async (mission) => {
+      const tasks = await listTasks(pool, userId, mission.id);
+      const done = tasks.filter((task) => task.status === 'completed').length;
+      const waiting = tasks.filter((task) => task.status === 'waiting').length;
+      const asks = waiting > 0 ? `, ${waiting} waiting for the user's answer` : '';
+      return `Mission running: ${quote(mission.objective)} (${done} of ${tasks.length} tasks done${asks})`;
+    }),
+  );
+}
+
+async function dueSchedules(bus: Bus, userId: string, now: Date): Promise<string[]> {
+  const { schedules } = await bus.request(
+    schedulerSchedulesList,
+    { userId, status: 'active' },
+    { timeoutMs: ACTIVE_STATE_TIMEOUT_MS },
+  );
+  const until = now.getTime() + DUE_WITHIN_MS;
+  return schedules
+    .filter((schedule) => {
+      const at = schedule.nextRunAt ? Date.parse(schedule.nextRunAt) : Number.NaN;
+      return at > now.getTime() && at <= until;
+    })
+    .slice(0, LINES_PER_KIND)
+    .map(
+      (schedule) =>
+        `Due ${schedule.nextRunText ?? schedule.nextRunAt}: ${describeAction(schedule)}`,
+    );
+}
+
+function describeAction({ action }: Schedule): string {
+  switch (action.type) {
+    case 'remind':
+      return `reminder ${quote(action.text)}`;
+    case 'prompt':
+      return `scheduled request ${quote(action.instruction)}`;
+    case 'mission':
+      return `scheduled mission ${quote(action.objective)}`;
+  }
+}
+
+// Text that is not the prompt's own, as a JSON string: one line, read as data.
+function quote(text: string): string {
+  const cut = text.length > QUOTED_MAX_CHARS ? `${text.slice(0, QUOTED_MAX_CHARS - 1)}…` : text;
+  return JSON.stringify(cut);
+}

@@ -321,7 +321,7 @@ async function answer(
     return finish(deps, loop, run, noteResult(passedOn), replyKey, { costUsd: 0 }, []);
   }
   const recallStarted = new Date();
-  // Read beside recall: it never fails, and gives up by ACTIVE_STATE_TIMEOUT_MS.
+  // Read beside recall: it never fails, and gives up after 500 ms (active-state.ts).
   const active = loadActiveState(deps, run.userId, recallStarted);
   const budget = await planContextBudget(
     deps,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Fact, MemoryFactsListResponse, MemoryFactsRememberResponse } from '@jarvis/contracts';
+import { type Fact, MemoryFactsListResponse, MemoryFactsUpdateResponse } from '@jarvis/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   badRequest,
@@ -25,9 +25,9 @@ afterAll(async () => {
 const call: RouterFixture['call'] = (method, route, options) =>
   harness.call(method, route, options);
 
-// The reply's fact, checked against the contract.
+// The reply's fact, checked against the contract (a remember's reply also says isDuplicate).
 function factOf(reply: Reply): Fact {
-  return MemoryFactsRememberResponse.parse(reply.body).fact;
+  return MemoryFactsUpdateResponse.parse(reply.body).fact;
 }
 
 const NOT_FOUND = {

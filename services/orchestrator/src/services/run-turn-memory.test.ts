@@ -213,7 +213,7 @@ function message(conversationId: string, role: 'user' | 'assistant', content: st
 }
 
 // Runs one turn of the user's message to its end (or its pause) and answers its run.
-async function turn(userId: string, conversationId: string, text: string) {
+async function turn(userId: string, conversationId: string, text: string, turnDeps = deps) {
   memory.recall.recent = [...memory.recall.recent, message(conversationId, 'user', text)];
   const run = await insertRun(db.pool, {
     id: randomUUID(),
@@ -234,7 +234,7 @@ async function turn(userId: string, conversationId: string, text: string) {
     userMessageId: run.userMessageId,
     message: text,
   };
-  expect(await runTurn(deps, requested, 1)).toEqual({ type: 'ack' });
+  expect(await runTurn(turnDeps, requested, 1)).toEqual({ type: 'ack' });
   return { requested, run: await findRunByTurn(db.pool, userId, run.turnId) };
 }
 
@@ -460,5 +460,34 @@ describe('propose_rule', () => {
     const told = prompts.at(-1)?.at(-1)?.content ?? '';
     expect(told).toContain('the rule was not stored');
     expect(told).toContain(`may take ${INSTRUCTIONS_TOKEN_CAP} tokens`);
+  });
+});
+
+describe("a mission's pending question", () => {
+  it('takes the message as its answer, and the turn replies with the note, without a model', async () => {
+    const userId = randomUUID();
+    const conversationId = randomUUID();
+    const asked: { conversationId: string; text: string }[] = [];
+    const withQuestion: TurnDeps = {
+      ...deps,
+      answerPendingQuestion: async (run, text) => {
+        asked.push({ conversationId: run.conversationId, text });
+        return run.conversationId === conversationId
+          ? 'I passed your answer on to the mission “Trip”.'
+          : undefined;
+      },
+    };
+
+    const { run } = await turn(userId, conversationId, 'The train.', withQuestion);
+
+    expect(asked).toEqual([{ conversationId, text: 'The train.' }]);
+    expect(prompts).toEqual([]);
+    expect(run?.status).toBe('completed');
+    const reply = memory.replies.get(run?.replyMessageId ?? '');
+    expect(reply?.content).toBe('I passed your answer on to the mission “Trip”.');
+
+    await turn(userId, randomUUID(), 'And what is the weather?', withQuestion);
+
+    expect(prompts).toHaveLength(1);
   });
 });

@@ -217,15 +217,16 @@ describe('missions', () => {
       ['Laptop A', [], ['memory_search']],
       ['Laptop B', [], []],
     ]);
-    // A task limited to memory_search was offered only that; one given no tools, none.
+    // A task limited to memory_search was offered only that; one given no tools, none: each
+    // may still ask its user.
     const toolsOffered = (title: string) => {
       const body = fixture.fake.chatRequests().find((r) => taskTitle(r) === title)?.body as {
         tools?: { function: { name: string } }[];
       };
       return (body.tools ?? []).map((tool) => tool.function.name);
     };
-    expect(toolsOffered('Laptop A')).toEqual(['memory_search']);
-    expect(toolsOffered('Laptop B')).toEqual([]);
+    expect(toolsOffered('Laptop A')).toEqual(['memory_search', 'ask_user']);
+    expect(toolsOffered('Laptop B')).toEqual(['ask_user']);
     const messages = await messagesOf(turn.conversationId);
     expect(messages.at(-1)?.content).toContain('A and B are much alike.');
   });
@@ -335,5 +336,55 @@ describe('missions', () => {
     expect(await refused({ objective: 'x', surprise: true })).toContain('surprise');
     expect((await api('GET', '/v1/missions/not-an-id')).status).toBe(400);
     expect((await api('GET', '/v1/missions?limit=0')).status).toBe(400);
+  });
+
+  it('asks you a question in the conversation and goes on with your answer in the chat', async () => {
+    script({
+      task: (_title, request) => {
+        const answer = sentMessages(request).find((message) => message.role === 'tool');
+        return answer
+          ? { content: `Booked by ${answer.content}` }
+          : { toolCalls: [{ name: 'ask_user', arguments: { question: 'Train or plane?' } }] };
+      },
+      report: { content: 'Booked as you asked.' },
+    });
+    const created = await api('POST', '/v1/missions', {
+      objective: 'Book the trip to Oslo',
+      tasks: [{ title: 'Book the transport', brief: 'Book a train or a plane to Oslo.' }],
+    });
+    const { mission: started } = MissionResponse.parse(created.body);
+    const until = Date.now() + 20_000;
+    let waiting: MissionDetail | undefined;
+    while (!waiting?.question) {
+      if (Date.now() > until) throw new Error('the task never asked');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      waiting = MissionResponse.parse(
+        (await api('GET', `/v1/missions/${started.id}`)).body,
+      ).mission;
+    }
+    expect(waiting.tasks[0]?.status).toBe('waiting');
+    expect((await messagesOf(started.conversationId)).at(-1)?.content).toContain('Train or plane?');
+    // Another user can neither see nor answer it.
+    expect(
+      (await api('POST', `/v1/missions/${started.id}/answer`, { text: 'Plane' }, otherKey)).status,
+    ).toBe(404);
+
+    const response = await fixture.chat(key, {
+      message: 'The train, please.',
+      conversationId: started.conversationId,
+    });
+
+    expect(response.status).toBe(200);
+    const turn = ChatResponse.parse(await response.json());
+    expect(turn.reply.content).toBe(
+      'I passed your answer on to the mission “Book the trip to Oslo”.',
+    );
+    const ended = await waitFor(started.id, ['completed']);
+    expect(ended.tasks[0]?.result).toBe('Booked by {"answer":"The train, please."}');
+    expect(ended.report).toContain('Booked as you asked.');
+    // Nothing waits any more.
+    expect((await api('POST', `/v1/missions/${started.id}/answer`, { text: 'Again' })).status).toBe(
+      409,
+    );
   });
 });

@@ -29,9 +29,7 @@ CREATE TABLE orchestrator.mission_questions (
   message_id uuid,
   expires_at timestamptz NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
-  closed_at timestamptz,
-  -- A redelivered task that pauses on the same call again finds the question it stored.
-  UNIQUE (task_id, tool_call_id)
+  closed_at timestamptz
 );
 -- A chat message in the conversation answers its oldest pending question.
 CREATE INDEX mission_questions_pending ON orchestrator.mission_questions

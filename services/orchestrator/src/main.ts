@@ -4,7 +4,7 @@ import { bootService } from '@jarvis/service-kit';
 import { registerApprovalHandlers, startApprovalSweeper } from './approvals-handlers';
 import { loadEnv } from './env';
 import { registerHandlers, startTurnWorker } from './handlers';
-import { startQuestionSweeper } from './missions/mission-questions';
+import { answerPendingQuestion, startQuestionSweeper } from './missions/mission-questions';
 import type { MissionDeps } from './missions/mission-service';
 import { startMissionWorker } from './missions/mission-worker';
 import { registerMissionHandlers, resumeMissions } from './missions/missions-handlers';
@@ -132,6 +132,8 @@ await bootService(
         lockLeaseMs: env.TURN_ACK_WAIT_MS,
         maxAttempts: env.TURN_MAX_DELIVER,
         metrics: agentMetrics,
+        // A message in a conversation where a mission's question waits is its answer.
+        answerPendingQuestion: (run, text) => answerPendingQuestion(missions, run, text),
       },
       queue,
     );

@@ -9,9 +9,11 @@ import {
 import {
   MISSIONS_STREAM,
   type MissionDetail,
+  memoryFilesRead,
   memoryMessagesList,
   missionWork,
   orchestratorMissionsAnswer,
+  orchestratorMissionsCancel,
   orchestratorMissionsCreate,
   orchestratorMissionsGet,
   type TurnEvent,
@@ -27,6 +29,7 @@ import { type FakeLlmRequest, type FakeReply, sentMessages, waitFor } from '@jar
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTurn } from '../services/run-turn';
 import { submitTurn } from '../services/submit-turn';
+import type { AgentTool } from '../tools/agent-tool';
 import { startTurnFixture, type TurnFixture } from '../turn-fixture';
 import { answerPendingQuestion, startQuestionSweeper } from './mission-questions';
 import type { MissionDeps } from './mission-service';
@@ -41,6 +44,21 @@ let turns: TurnFixture;
 let worker: Worker;
 let missions: MissionDeps;
 let sweeper: { stop(): void };
+// A tool that is safe but for the calls its arguments make risky (as a write under skills/ is).
+const guardedCalls: unknown[] = [];
+const guarded: AgentTool = {
+  definition: {
+    name: 'file_write',
+    description: 'writes a file',
+    parameters: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+  risk: 'safe',
+  riskOf: () => 'risky',
+  async run(args) {
+    guardedCalls.push(args);
+    return { written: true };
+  },
+};
 
 const queue: WorkQueueOptions = {
   stream: MISSIONS_STREAM,
@@ -57,7 +75,7 @@ beforeAll(async () => {
     bus: turns.fixture.bus,
     pool: turns.fixture.db.pool,
     logger: createLogger('orchestrator-test', 'silent'),
-    tools: [],
+    tools: [guarded],
     loop: { ...turns.deps.loop, turnDeadlineMs: 20_000 },
     defaults: { maxTokens: 100_000, maxCostUsd: 1 },
     maxDeliver: queue.maxDeliver,
@@ -77,27 +95,40 @@ afterAll(async () => {
 });
 
 const QUESTION = 'Do you prefer the train or the plane?';
+const LESSON = 'What worked: asking which transport the user prefers.';
 
-// The task asks once, then reports what it got back; the report repeats the task's result; a
-// chat turn (which no test here should reach the model) answers plainly.
+// The task asks once, then reports what it got back; the report repeats the task's result, and
+// the lessons note says one thing; a chat turn (which no test here should reach the model)
+// answers plainly.
 function missionModel(request: FakeLlmRequest): FakeReply {
   const messages = sentMessages(request);
   const system = messages[0]?.content ?? '';
+  if (system.includes('You keep the lessons')) return { content: LESSON };
   if (system.includes('Write the report of a mission')) {
     return { content: `Report: ${messages.at(-1)?.content.split('\n').at(-1)}` };
   }
   if (!system.includes('one task of a mission')) return { content: 'A chat answer.' };
   const answer = messages.find((message) => message.role === 'tool');
+  if (system.includes('as a skill')) {
+    return answer
+      ? { content: `Write refused: ${answer.content}` }
+      : {
+          toolCalls: [{ id: 'call-write', name: 'file_write', arguments: { path: 'skills/x.md' } }],
+        };
+  }
   if (!answer) {
     return { toolCalls: [{ id: 'call-ask', name: 'ask_user', arguments: { question: QUESTION } }] };
   }
   return { content: `Travel decided from ${answer.content}` };
 }
 
-async function startMission(userId: string): Promise<MissionDetail> {
+async function startMission(
+  userId: string,
+  objective = 'Plan the trip to Bergen',
+): Promise<MissionDetail> {
   const { mission } = await turns.fixture.client.request(orchestratorMissionsCreate, {
     userId,
-    objective: 'Plan the trip to Bergen',
+    objective,
     tasks: [{ title: 'Choose the transport', brief: 'Pick train or plane for the trip.' }],
     userTimeZone: 'Europe/Oslo',
   });
@@ -187,6 +218,9 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
       .find((system) => system.includes('one task of a mission'));
     expect(taskPrompt).toContain('(Europe/Oslo, GMT+');
     expect(taskPrompt).not.toContain('do not ask questions');
+    // It saw the last messages of the mission's conversation (the mission's start note).
+    expect(taskPrompt).toContain('The last messages of the conversation this mission belongs to');
+    expect(taskPrompt).toContain('I started a mission: Plan the trip to Bergen');
     // The question is in the conversation and on the user's events.
     const asked = await waitFor(
       () =>
@@ -224,6 +258,31 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
         sentMessages(request)[0]?.content.startsWith('You are Jarvis, a personal assistant in one'),
       );
     expect(chatTurns).toHaveLength(0);
+
+    // Its lessons are kept as a memory file, and a later mission with a like objective is told
+    // them.
+    const path = `missions/lessons/${started.id}.md`;
+    const lessons = await waitFor(
+      () =>
+        turns.fixture.client.request(memoryFilesRead, { userId, path }).then(
+          ({ file }) => file,
+          () => undefined,
+        ),
+      { what: 'the lessons note' },
+    );
+    expect(lessons.content).toContain('outcome: completed');
+    expect(lessons.content).toContain('# Lessons of the mission "Plan the trip to Bergen"');
+    expect(lessons.content).toContain(LESSON);
+    const again = await startMission(userId, 'Plan the trip to Bergen for the spring');
+    await waitForQuestion(userId, again.id);
+    const secondPrompt = turns.fake
+      .chatRequests()
+      .map((request) => sentMessages(request)[0]?.content ?? '')
+      .findLast(
+        (system) => system.includes('one task of a mission') && system.includes('for the spring'),
+      );
+    expect(secondPrompt).toContain(LESSON);
+    await turns.fixture.client.request(orchestratorMissionsCancel, { userId, id: again.id });
   });
 
   it('is answered through the API; with none waiting, answering is a conflict', async () => {
@@ -282,5 +341,17 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
         'Too late.',
       ),
     ).toBeUndefined();
+  });
+
+  it('refuses a call that needs approval, since nobody is there to give it', async () => {
+    turns.fake.onChat(missionModel);
+    const userId = randomUUID();
+    const started = await startMission(userId, 'Save the packing list as a skill');
+
+    const ended = await waitForEnd(userId, started.id);
+
+    expect(ended.status).toBe('completed');
+    expect(ended.tasks[0]?.result).toContain('Write refused: {"error":"The user denied this call.');
+    expect(guardedCalls).toEqual([]);
   });
 });

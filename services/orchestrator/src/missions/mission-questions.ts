@@ -158,7 +158,10 @@ export async function answerPendingQuestion(
   run: { userId: string; conversationId: string },
   text: string,
 ): Promise<string | undefined> {
-  const pending = await findPendingQuestion(deps.pool, run);
+  const pending = await findPendingQuestion(deps.pool, {
+    userId: run.userId,
+    conversationId: run.conversationId,
+  });
   const answered = pending && (await answerQuestion(deps.pool, pending.id, text));
   if (!answered) return undefined;
   await goOn(deps, answered);

@@ -75,18 +75,17 @@ export type NewQuestion = Omit<
   'status' | 'answer' | 'messageId' | 'expiresAt' | 'createdAt'
 > & { ttlMs: number };
 
-// The question stored, or the one a first delivery of the same pause already stored.
 export async function insertQuestion(
   db: Queryable,
   question: NewQuestion,
 ): Promise<StoredQuestion> {
-  await db.query(
+  const { rows } = await db.query<QuestionRow>(
     `INSERT INTO orchestrator.mission_questions
        (id, mission_id, task_id, run_id, user_id, conversation_id, tool_call_id, question,
         loop_state, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
              now() + make_interval(secs => $10::double precision / 1000))
-     ON CONFLICT (task_id, tool_call_id) DO NOTHING`,
+     RETURNING *`,
     [
       question.id,
       question.missionId,
@@ -99,10 +98,6 @@ export async function insertQuestion(
       JSON.stringify(question.loopState),
       question.ttlMs,
     ],
-  );
-  const { rows } = await db.query<QuestionRow>(
-    'SELECT * FROM orchestrator.mission_questions WHERE task_id = $1 AND tool_call_id = $2',
-    [question.taskId, question.toolCallId],
   );
   const row = rows[0];
   if (!row) throw new Error(`question of task ${question.taskId} was not stored`);

@@ -26,6 +26,7 @@ export function createMissionTool(deps: MissionDeps): AgentTool {
         conversationId: context.conversationId,
         createdBy: 'model',
         sourceRunId: context.runId,
+        userTimeZone: context.timeZone,
       });
       return {
         missionId: mission.id,

@@ -154,9 +154,7 @@ function SkillItem(props: { skill: SkillSummary; onChanged: () => void }) {
         />
       ) : (
         <>
-          <p class="row-title">
-            <span class="path">{skill.name}</span>
-          </p>
+          <p class="path skill-name">{skill.name}</p>
           <p class="skill-description">{skill.description}</p>
           <div class="button-row">
             <button type="button" disabled={isBusy} onClick={() => void edit()}>

@@ -169,6 +169,7 @@ describe('upgrading a database from the previous release', () => {
         '016_episode_paths.sql',
         '017_document_pages.sql',
         '018_instructions_and_rules.sql',
+        '019_extraction_turns.sql',
       ],
       model_gateway: [],
       scheduler: ['002_schedules.sql', '003_system_jobs.sql'],

@@ -18,6 +18,7 @@ export * from './memory-documents';
 export * from './memory-episodes-rollup';
 export * from './memory-export';
 export * from './memory-extraction-requested';
+export * from './memory-extractions';
 export * from './memory-facts';
 export * from './memory-files';
 export * from './memory-forget';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, TimeZone } from './common';
 import { defineEvent } from './define';
 
 export const EXTRACTION_RECALLED_MAX = 200;
@@ -15,6 +15,8 @@ export const ExtractionRequested = z.object({
   userMessageId: Id,
   replyMessageId: Id,
   recalledIds: z.array(Id).max(EXTRACTION_RECALLED_MAX),
+  // The user's zone, so that "until Friday" ends at their Friday's midnight; UTC when absent.
+  timeZone: TimeZone.optional(),
 });
 export type ExtractionRequested = z.infer<typeof ExtractionRequested>;
 

@@ -3,6 +3,7 @@ import { catchBusError, sendRaw } from '@jarvis/bus/testing';
 import {
   isoWeekBounds,
   isoWeekOf,
+  memoryAppend,
   memoryEpisodesRollup,
   memoryEpisodesWeeksPending,
   memoryFilesRead,
@@ -16,7 +17,9 @@ import { registerEpisodeHandlers } from './episodes-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 import { type ModelGatewayFixture, startModelGatewayFixture } from './model-gateway-fixture';
+import { readTurn } from './services/extract-facts';
 import { rollUpEpisodes } from './services/roll-up-episodes';
+import { writeEpisode as writeRunEpisode } from './services/write-episode';
 
 let memory: MemoryFixture;
 let gateway: ModelGatewayFixture;
@@ -345,6 +348,98 @@ describe('memory.episodes.rollup', () => {
     expect(content).toContain(
       '[2025-06-18 odd \\[name\\] (draft](../2025-06-18/odd%20%5Bname%5D%20%28draft.md)',
     );
+  });
+});
+
+describe('episodes of runs', () => {
+  const EPISODE = {
+    title: 'Ferry to Hirtshals',
+    topics: ['travel', 'ferries'],
+    asked: 'Which ferry goes from Kristiansand to Hirtshals on Friday morning.',
+    done: 'Looked up the Color Line timetable and listed the two morning sailings.',
+    outcome: 'The user picked the 08:00 Superspeed sailing.',
+    openLoops: ['Book a car slot on the ferry'],
+  };
+
+  // A finished turn, its reply stored at the given time, as the extraction job reads it.
+  async function finishedTurn(userId: string, at: string) {
+    const request = await memory.clientBus.request(memoryAppend, {
+      userId,
+      role: 'user',
+      content: 'Which ferry goes to Hirtshals on Friday morning?',
+    });
+    const conversationId = request.message.conversationId;
+    const reply = await memory.clientBus.request(memoryAppend, {
+      userId,
+      conversationId,
+      role: 'assistant',
+      content: 'Color Line sails at 08:00 (Superspeed) and 11:30 from Kristiansand.',
+    });
+    await memory.db.pool.query('UPDATE memory.messages SET created_at = $2 WHERE id = $1', [
+      reply.message.id,
+      at,
+    ]);
+    const job = {
+      userId,
+      conversationId,
+      runId: randomUUID(),
+      turnId: randomUUID(),
+      userMessageId: request.message.id,
+      replyMessageId: reply.message.id,
+      recalledIds: [],
+    };
+    const turn = await readTurn(memory.db.pool, job);
+    if (!turn) throw new Error('the turn was not found');
+    return {
+      job,
+      turn,
+      path: `episodes/${at.slice(0, 10)}/${at.slice(11, 13)}${at.slice(14, 16)}-${job.runId.slice(0, 8)}.md`,
+    };
+  }
+
+  it('are summarised by the utility model, and the weekly roll-up reads the summary', async () => {
+    const userId = randomUUID();
+    const { job, turn, path } = await finishedTurn(userId, '2025-08-06T10:00:00.000Z');
+    gateway.fake.script({ content: JSON.stringify(EPISODE) });
+
+    await writeRunEpisode(memory.clientBus, memory.db.pool, { modelTimeoutMs: 10_000 }, job, turn);
+
+    expect(promptOf(gateway.fake.chatRequests()[0])).toContain('Color Line sails at 08:00');
+    const content = await readContent(userId, path);
+    expect(content.split('\n').slice(0, 4)).toEqual([
+      '---',
+      'title: "Ferry to Hirtshals"',
+      'topics: ["travel","ferries"]',
+      '---',
+    ]);
+    for (const section of [
+      `## Asked\n${EPISODE.asked}`,
+      `## Done\n${EPISODE.done}`,
+      `## Outcome\n${EPISODE.outcome}`,
+      '## Open loops\n- Book a car slot on the ferry',
+    ]) {
+      expect(content).toContain(section);
+    }
+
+    gateway.fake.script(summaryReply());
+    await rollUp(userId, isoWeekOf(new Date('2025-08-06T10:00:00Z')));
+    const rollupPrompt = promptOf(gateway.fake.chatRequests()[1]);
+    expect(rollupPrompt).toContain(path);
+    expect(rollupPrompt).toContain(EPISODE.outcome);
+  });
+
+  it('hold excerpts of the two messages when the model answers no summary', async () => {
+    const userId = randomUUID();
+    const { job, turn, path } = await finishedTurn(userId, '2025-08-07T10:00:00.000Z');
+    gateway.fake.script({ content: 'Here is a summary: it was about ferries.' });
+
+    await writeRunEpisode(memory.clientBus, memory.db.pool, { modelTimeoutMs: 10_000 }, job, turn);
+
+    const content = await readContent(userId, path);
+    expect(content).toContain(
+      '## The user asked\nWhich ferry goes to Hirtshals on Friday morning?',
+    );
+    expect(content).toContain('## Jarvis answered\nColor Line sails at 08:00');
   });
 });
 

@@ -346,8 +346,9 @@ describe('episodes', () => {
 
     const turn = await readTurn(db.pool, job);
     if (!turn) throw new Error('the turn was not found');
-    await writeEpisode(db.pool, job, turn);
-    await writeEpisode(db.pool, job, turn);
+    // No model answers here: the episode holds excerpts of the two messages.
+    await writeEpisode(clientBus, db.pool, { modelTimeoutMs: 1_000 }, job, turn);
+    await writeEpisode(clientBus, db.pool, { modelTimeoutMs: 1_000 }, job, turn);
 
     const { rows } = await db.pool.query<{ path: string; content: string }>(
       'SELECT path, content FROM memory.files WHERE user_id = $1',

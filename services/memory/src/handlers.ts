@@ -109,8 +109,9 @@ export function startCompactionWorker(
   });
 }
 
-// Looks for facts worth keeping in each finished turn. A model that is down is retried later, with
-// growing pauses; after the last attempt the turn is recorded as failed.
+// Writes each finished turn's episode and looks for facts worth keeping in it. The episode never
+// waits for the model (it falls back to excerpts); for the facts, a model that is down is retried
+// later, with growing pauses, and after the last attempt the turn is recorded as failed.
 export function startExtractionWorker(
   bus: Bus,
   pool: Pool,
@@ -121,7 +122,7 @@ export function startExtractionWorker(
   return startWorker(bus, extractionRequested, queue, async (job, delivery) => {
     try {
       const turn = await readTurn(pool, job);
-      if (turn) await writeEpisode(pool, job, turn);
+      if (turn) await writeEpisode(bus, pool, settings, job, turn);
       const outcomes = await extractFacts(bus, pool, settings, job, turn);
       for (const outcome of outcomes) metrics?.countExtraction(outcome);
       return { type: 'ack' };

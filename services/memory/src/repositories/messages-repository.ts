@@ -286,6 +286,26 @@ export async function findMessage(
   return rows[0] ? toMessage(rows[0]) : undefined;
 }
 
+// The user's and the assistant's messages stored just before this one in its conversation,
+// newest first: what "remember this" may point to. Tool and system messages are not something the
+// user said or read.
+export async function listMessagesBefore(
+  db: Queryable,
+  userId: string,
+  message: Pick<StoredMessage, 'id' | 'conversationId'>,
+  limit: number,
+): Promise<StoredMessage[]> {
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM memory.messages
+     WHERE conversation_id = $2 AND user_id = $1 AND forgotten_at IS NULL
+       AND role IN ('user', 'assistant')
+       AND seq < (SELECT seq FROM memory.messages WHERE id = $3 AND user_id = $1)
+     ORDER BY seq DESC LIMIT $4`,
+    [userId, message.conversationId, message.id, limit],
+  );
+  return rows.map(toMessage);
+}
+
 // Which of the given messages were stored after the given one (by seq, the order memory stored
 // them: two appends at once can carry their times the other way round).
 export async function findMessagesStoredAfter(

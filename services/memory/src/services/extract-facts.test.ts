@@ -41,6 +41,30 @@ describe('parseExtractionAnswer', () => {
     const tooMany = { operations: Array.from({ length: 11 }, () => ({ op: 'noop' })) };
     expect(parseExtractionAnswer(JSON.stringify(tooMany))).toMatchObject({ ok: false });
   });
+
+  it('takes an end for a fact that holds for a while, and never a standing rule', () => {
+    const until = {
+      op: 'add',
+      content: 'The user is in Berlin until Friday.',
+      category: 'fact',
+      importance: 5,
+      validTo: '2026-11-28T00:00:00+01:00',
+    };
+    expect(parseExtractionAnswer(JSON.stringify({ operations: [until] }))).toEqual({
+      ok: true,
+      operations: [until],
+    });
+    const rule = {
+      op: 'add',
+      content: 'Always answer in metric.',
+      category: 'rule',
+      importance: 9,
+    };
+    expect(parseExtractionAnswer(JSON.stringify({ operations: [rule] }))).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/^operations\.0\.category: /),
+    });
+  });
 });
 
 describe('hasSomethingNew', () => {

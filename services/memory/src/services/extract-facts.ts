@@ -9,7 +9,7 @@ import {
   FactImportance,
   FactTags,
   Id,
-  modelChat,
+  Timestamp,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withTransaction } from '@jarvis/db';
 import { z } from 'zod';
@@ -19,21 +19,23 @@ import {
   hasExtraction,
   insertExtraction,
   setExtractionOperations,
+  setExtractionTurn,
 } from '../repositories/extractions-repository';
 import { factSource, lockFact } from '../repositories/facts-repository';
 import { findMessageTexts, type MessageText } from '../repositories/messages-repository';
 import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { readTerms } from '../repositories/terms-repository';
-import { invalidateFact, storeFact } from './facts-service';
+import type { AppliedOperation } from './extractions-service';
+import { normaliseFactText } from './fact-text';
+import { invalidateFact, isOpen, storeFact, storeFactVersion } from './facts-service';
 import type { ExtractionOutcome } from './memory-metrics';
-import { parseRememberCommand } from './remember-command';
+import { parseValidUntil } from './query-dates';
+import { LONG_REFERENT_CHARS, parseRememberCommand } from './remember-command';
 import { searchMemory } from './search-service';
+import { askUtilityModel, readJsonAnswer, type UtilityModelSettings } from './utility-model';
 
-export type ExtractionSettings = {
-  // Longest wait for one answer of the utility model.
-  modelTimeoutMs: number;
-};
+export type ExtractionSettings = UtilityModelSettings;
 
 // Existing facts the model compares candidates with; the only ones it may update or invalidate.
 const SIMILAR_FACTS = 8;
@@ -59,30 +61,37 @@ Never add anything listed under "Already recalled": the assistant knows it alrea
 
 Categories: fact, preference, decision, insight, reminder, profile (profile: name, home, work, family; what should always be at hand). Importance from 1 to 10: 1 trivial, 5 useful, 10 essential.
 
+A fact that holds only for a while ("I'm in Berlin until Friday", "this week I work from home") gets "validTo": when it stops holding, as an ISO 8601 time with offset, read from the current time given with the turn. Leave it out for anything that lasts.
+
 Answer with only this JSON object, no other text:
 {"operations": [
-  {"op": "add", "content": "...", "category": "fact", "importance": 5, "tags": ["..."]},
+  {"op": "add", "content": "...", "category": "fact", "importance": 5, "tags": ["..."], "validTo": "2026-01-09T00:00:00+01:00"},
   {"op": "update", "factId": "<id>", "content": "...", "category": "fact", "importance": 5, "tags": ["..."]},
   {"op": "invalidate", "factId": "<id>", "reason": "..."},
   {"op": "noop"}
 ]}
-At most ${MAX_OPERATIONS} operations. Tags are optional; an update may leave out category, importance and tags. With nothing worth keeping, answer {"operations": []}.`;
+At most ${MAX_OPERATIONS} operations. Tags and validTo are optional; an update may leave out category, importance and tags. With nothing worth keeping, answer {"operations": []}.`;
+
+// Standing rules come only from the user, or from a proposal the user approved.
+const ExtractedCategory = FactCategory.exclude(['rule']);
 
 const FactOperation = z.discriminatedUnion('op', [
   z.strictObject({
     op: z.literal('add'),
     content: FactContent,
-    category: FactCategory,
+    category: ExtractedCategory,
     importance: FactImportance,
     tags: FactTags.optional(),
+    validTo: Timestamp.optional(),
   }),
   z.strictObject({
     op: z.literal('update'),
     factId: Id,
     content: FactContent,
-    category: FactCategory.optional(),
+    category: ExtractedCategory.optional(),
     importance: FactImportance.optional(),
     tags: FactTags.optional(),
+    validTo: Timestamp.optional(),
   }),
   z.strictObject({
     op: z.literal('invalidate'),
@@ -99,20 +108,7 @@ const ExtractionAnswer = z.strictObject({
 
 type ParsedAnswer = { ok: true; operations: FactOperation[] } | { ok: false; problem: string };
 
-// What was done with one operation; ignored ones say why. Stored in memory.extractions.
-type AppliedOperation = {
-  op: FactOperation['op'];
-  factId?: string;
-  newFactId?: string;
-  content?: string;
-  reason?: string;
-  ignored?: string;
-};
-
 type KnownItem = { id: string; text: string };
-
-// Models like to wrap JSON in a Markdown fence even when told not to.
-const FENCED = /^\s*```[a-z]*\s*\n?([\s\S]*?)\s*```\s*$/i;
 
 // A finished turn's two messages, as its extraction job and its episode read them.
 export type TurnTexts = { request: MessageText; reply: MessageText };
@@ -147,26 +143,38 @@ export async function extractFacts(
   const userText = turn.request.content;
   const replyText = turn.reply.content;
   const ownMessages = new Set([job.userMessageId, job.replyMessageId]);
-  const [recalled, similar] = await Promise.all([
+  const [recalled, similar, condensed] = await Promise.all([
     loadRecalled(
       pool,
       job.userId,
       job.recalledIds.filter((id) => !ownMessages.has(id)),
     ),
     findSimilarFacts(pool, job.userId, userText),
+    condenseRemembered(bus, pool, settings, job),
   ]);
+  // The condensed fact replaces the clipped one that the command stored, like any update.
+  const shown = condensed ? [...similar, condensed.fact] : similar;
+  const before = condensed ? [condensed.operation] : [];
+  const finish = async (operations: FactOperation[]) => {
+    const applied = await applyOperations(pool, job, operations, shown, recalled);
+    return applied.map(
+      (operation): ExtractionOutcome => (operation.ignored ? 'noop' : operation.op),
+    );
+  };
   // What a "remember that …" stored already counts as known, so that turn needs no model call.
   const said = parseRememberCommand(userText) ?? userText;
   const knownTexts = [...recalled, ...similar].map((item) => item.text);
   const [saidTerms = [], ...knownTerms] = await readTerms(pool, [said, ...knownTexts]);
   if (!hasSomethingNew(saidTerms, knownTerms)) {
+    if (condensed) return finish(before);
     await recordOutcome(pool, job, 'skipped', 'nothing new');
     return ['skipped'];
   }
 
+  const now = describeNow(new Date(), job.timeZone ?? 'UTC');
   const prompt: ChatMessage[] = [
     { role: 'system', content: INSTRUCTIONS },
-    { role: 'user', content: describeTurn(userText, replyText, similar, recalled) },
+    { role: 'user', content: describeTurn(userText, replyText, similar, recalled, now) },
   ];
   const answer = await askForOperations(bus, settings, job.userId, prompt);
   if (!answer.ok) {
@@ -177,8 +185,57 @@ export async function extractFacts(
     await recordOutcome(pool, job, 'failed', `unusable model answer: ${answer.problem}`);
     return ['failed'];
   }
-  const applied = await applyOperations(pool, job, answer.operations, similar, recalled);
-  return applied.map((operation) => (operation.ignored ? 'noop' : operation.op));
+  return finish([...before, ...answer.operations]);
+}
+
+const CONDENSE_INSTRUCTIONS = `The user asked a personal assistant to remember a message. Write what is worth remembering from it as one to three short sentences that stand on their own, about the user or their world ("The user's landlord is Maria Costa; rent is due on the 3rd."). Keep names, numbers and dates exactly. Answer with only this JSON object: {"fact": "..."}`;
+
+const CondensedAnswer = z.strictObject({ fact: FactContent });
+
+// "remember this" after a long message stored the message clipped, at once; here the utility
+// model condenses it, and the turn's extraction updates the stored fact. The row of the command
+// learns its turn here too. Without an answer from the model the clipped text stays.
+async function condenseRemembered(
+  bus: Bus,
+  pool: Pool,
+  settings: ExtractionSettings,
+  job: ExtractionRequested,
+): Promise<{ fact: KnownItem; operation: FactOperation } | undefined> {
+  const command = await setExtractionTurn(pool, job.userId, job.userMessageId, job.turnId);
+  const stored = (command?.operations ?? []) as AppliedOperation[];
+  const remembered = stored.find(
+    (operation) => operation.op === 'add' && operation.referentMessageId,
+  );
+  if (!remembered?.factId || !remembered.referentMessageId) return undefined;
+  const referent = (await findMessageTexts(pool, job.userId, [remembered.referentMessageId])).get(
+    remembered.referentMessageId,
+  );
+  if (!referent || referent.content.length <= LONG_REFERENT_CHARS) return undefined;
+  const content = await askToCondense(bus, settings, job, referent.content);
+  if (!content) return undefined;
+  return {
+    fact: { id: remembered.factId, text: remembered.content ?? '' },
+    operation: { op: 'update', factId: remembered.factId, content },
+  };
+}
+
+async function askToCondense(
+  bus: Bus,
+  settings: ExtractionSettings,
+  job: ExtractionRequested,
+  text: string,
+): Promise<string | undefined> {
+  try {
+    const answer = await askUtilityModel(bus, settings, job.userId, [
+      { role: 'system', content: CONDENSE_INSTRUCTIONS },
+      { role: 'user', content: clip(text, TURN_TEXT_MAX_CHARS) },
+    ]);
+    const parsed = CondensedAnswer.safeParse(readJsonAnswer(answer));
+    return parsed.success ? parsed.data.fact : undefined;
+  } catch (error) {
+    bus.logger.warn({ err: error, turnId: job.turnId }, 'could not condense a remembered message');
+    return undefined;
+  }
 }
 
 // The last delivery failed too: leave a trace of why this turn has no extraction.
@@ -201,13 +258,8 @@ export function hasSomethingNew(messageTerms: string[], knownTerms: string[][]):
 }
 
 export function parseExtractionAnswer(text: string): ParsedAnswer {
-  const body = FENCED.exec(text)?.[1] ?? text;
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    return { ok: false, problem: 'the answer is not valid JSON' };
-  }
+  const json = readJsonAnswer(text);
+  if (json === undefined) return { ok: false, problem: 'the answer is not valid JSON' };
   const result = ExtractionAnswer.safeParse(json);
   if (!result.success) return { ok: false, problem: describeZodError(result.error) };
   return { ok: true, operations: result.data.operations };
@@ -222,6 +274,7 @@ async function recordOutcome(
   await insertExtraction(pool, {
     runId: job.runId,
     userId: job.userId,
+    turnId: job.turnId,
     status,
     operations: [],
     reason,
@@ -255,10 +308,13 @@ function describeTurn(
   replyText: string,
   similar: KnownItem[],
   recalled: KnownItem[],
+  now: string,
 ): string {
   const facts = similar.map((fact, index) => `${index + 1}. [id ${fact.id}] ${fact.text}`);
   const known = recalled.map((item) => `- ${clip(item.text, RECALLED_TEXT_MAX_CHARS)}`);
   return [
+    `Current time: ${now}`,
+    '',
     'The turn:',
     `User: ${clip(userText, TURN_TEXT_MAX_CHARS)}`,
     `Assistant: ${clip(replyText, TURN_TEXT_MAX_CHARS)}`,
@@ -297,18 +353,10 @@ async function askForOperations(
   return parseExtractionAnswer(second);
 }
 
-async function askUtilityModel(
-  bus: Bus,
-  settings: ExtractionSettings,
-  userId: string,
-  messages: ChatMessage[],
-): Promise<string> {
-  const { content } = await bus.request(
-    modelChat,
-    { purpose: 'utility', userId, temperature: 0, messages },
-    { timeoutMs: settings.modelTimeoutMs },
-  );
-  return content;
+// The time in the user's zone with its offset, so the model can write validTo in it.
+function describeNow(now: Date, timeZone: string): string {
+  const local = now.toLocaleString('en-GB', { timeZone, dateStyle: 'full', timeStyle: 'short' });
+  return `${local} (${timeZone}, ${now.toISOString()} in UTC)`;
 }
 
 type ApplyContext = {
@@ -320,6 +368,9 @@ type ApplyContext = {
   shownFactIds: Set<string>;
   // Normalised texts already known, so a recalled memory is never stored again as new.
   knownTexts: Set<string>;
+  // For the ends that facts say in words ("until Friday"), on the user's calendar.
+  now: Date;
+  timeZone: string;
 };
 
 // All or nothing, together with the run's row: a redelivered job finds the row and does nothing.
@@ -334,6 +385,7 @@ async function applyOperations(
     const isFirst = await insertExtraction(db, {
       runId: job.runId,
       userId: job.userId,
+      turnId: job.turnId,
       status: 'done',
       operations: [],
       reason: null,
@@ -344,7 +396,9 @@ async function applyOperations(
       userId: job.userId,
       sourceMessageIds: [job.userMessageId, job.replyMessageId],
       shownFactIds: new Set(similar.map((fact) => fact.id)),
-      knownTexts: new Set([...similar, ...recalled].map((item) => normalise(item.text))),
+      knownTexts: new Set([...similar, ...recalled].map((item) => normaliseFactText(item.text))),
+      now: new Date(),
+      timeZone: job.timeZone ?? 'UTC',
     };
     const applied: AppliedOperation[] = [];
     for (const operation of operations) applied.push(await applyOperation(context, operation));
@@ -373,19 +427,34 @@ async function addFact(
   context: ApplyContext,
   operation: Extract<FactOperation, { op: 'add' }>,
 ): Promise<AppliedOperation> {
-  const text = normalise(operation.content);
+  const text = normaliseFactText(operation.content);
   if (context.knownTexts.has(text)) {
     return { op: 'add', content: operation.content, ignored: 'already known' };
   }
   context.knownTexts.add(text);
-  const fact = await storeFact(context.db, context.userId, {
+  const { fact, isDuplicate } = await storeFact(context.db, context.userId, {
     category: operation.category,
     content: operation.content,
     tags: operation.tags ?? [],
     importance: operation.importance,
     sourceMessageIds: context.sourceMessageIds,
+    ...validUntil(context, operation),
   });
+  if (isDuplicate)
+    return { op: 'add', factId: fact.id, content: fact.content, ignored: 'already known' };
   return { op: 'add', factId: fact.id, content: fact.content };
+}
+
+// The model's end if it gave one, else the one the fact's words name; none for a lasting fact.
+// An end already past would store a fact that was never current.
+function validUntil(
+  context: ApplyContext,
+  operation: { content: string; validTo?: string | undefined },
+): { validTo?: Date } {
+  const validTo = operation.validTo
+    ? new Date(operation.validTo)
+    : parseValidUntil(operation.content, context.now, context.timeZone);
+  return validTo && validTo > context.now ? { validTo } : {};
 }
 
 // Like a user's update: the successor keeps what the model leaves out, and the old version is
@@ -402,13 +471,14 @@ async function supersedeFact(
   const category = operation.category ?? current.category;
   const importance = operation.importance ?? current.importance;
   const isUnchanged =
-    normalise(operation.content) === normalise(current.content) &&
+    normaliseFactText(operation.content) === normaliseFactText(current.content) &&
     category === current.category &&
     importance === current.importance &&
-    operation.tags === undefined;
+    operation.tags === undefined &&
+    operation.validTo === undefined;
   if (isUnchanged) return { op: 'update', factId: current.id, ignored: 'nothing changes' };
-  context.knownTexts.add(normalise(operation.content));
-  const successor = await storeFact(context.db, context.userId, {
+  context.knownTexts.add(normaliseFactText(operation.content));
+  const successor = await storeFactVersion(context.db, context.userId, {
     category,
     content: operation.content,
     tags: operation.tags ?? current.tags,
@@ -417,6 +487,7 @@ async function supersedeFact(
     sourceMessageIds: [
       ...new Set([...current.sourceMessageIds, ...context.sourceMessageIds]),
     ].slice(-FACT_SOURCE_MESSAGES_MAX),
+    ...validUntil(context, operation),
   });
   await invalidateFact(context.db, context.userId, current.id, successor.id);
   return { op: 'update', factId: current.id, newFactId: successor.id, content: successor.content };
@@ -432,6 +503,7 @@ async function closeShownFact(
   return {
     op: 'invalidate',
     factId: target.fact.id,
+    content: target.fact.content,
     ...(operation.reason === undefined ? {} : { reason: operation.reason }),
   };
 }
@@ -442,11 +514,6 @@ async function lockShownFact(
 ): Promise<{ fact: Fact } | { ignored: string }> {
   if (!context.shownFactIds.has(factId)) return { ignored: 'not one of the facts shown' };
   const fact = await lockFact(context.db, context.userId, factId);
-  if (!fact || fact.validTo !== null) return { ignored: 'no longer valid' };
+  if (!fact || !isOpen(fact)) return { ignored: 'no longer valid' };
   return { fact };
-}
-
-// Case, punctuation and spacing do not make a fact new; words (even "not") do.
-function normalise(text: string): string {
-  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).join(' ');
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDateRange } from './query-dates';
+import { parseDateRange, parseValidUntil } from './query-dates';
 
 // A Saturday afternoon.
 const NOW = new Date('2026-11-21T15:00:00Z');
@@ -103,5 +103,44 @@ describe('parseDateRange', () => {
     ['an empty query', ''],
   ])('finds no range in %s', (_label, query) => {
     expect(parseDateRange(query, NOW)).toBeUndefined();
+  });
+});
+
+describe('parseValidUntil', () => {
+  // NOW is Saturday 21 November 2026, 16:00 in Oslo (UTC+1) and 10:00 in New York (UTC-5).
+  it.each([
+    ['The user is in Berlin until Friday.', 'Europe/Oslo', '2026-11-27T23:00:00Z'],
+    ['The user is in Berlin until Friday.', 'America/New_York', '2026-11-28T05:00:00Z'],
+    ['The user works from home until next Tuesday', 'UTC', '2026-11-25T00:00:00Z'],
+    ['The office is closed till Saturday', 'UTC', '2026-11-22T00:00:00Z'],
+    ['The user is off work until tomorrow', 'Europe/Oslo', '2026-11-22T23:00:00Z'],
+    ['The user is working late today', 'Europe/Oslo', '2026-11-21T23:00:00Z'],
+    ['The parking permit is valid only today', 'Europe/Oslo', '2026-11-21T23:00:00Z'],
+    ['The user works from the cabin until the end of the month', 'UTC', '2026-12-01T00:00:00Z'],
+    ['The user is at the Hilton tonight', 'Europe/Oslo', '2026-11-22T05:00:00Z'],
+    ['The user is on call this week', 'Europe/Oslo', '2026-11-22T23:00:00Z'],
+    ['The user is on a diet for the rest of the month', 'Europe/Oslo', '2026-11-30T23:00:00Z'],
+    ['The user has a guest for the next 3 days', 'UTC', '2026-11-24T15:00:00Z'],
+    ['The user is travelling for two weeks', 'UTC', '2026-12-05T15:00:00Z'],
+  ])('%j in %s holds until %s', (text, timeZone, until) => {
+    expect(parseValidUntil(text, NOW, timeZone)).toEqual(new Date(until));
+  });
+
+  it('crosses a change of daylight saving time at local midnight', () => {
+    // Saturday 28 March 2026 in Oslo: clocks go forward early on Sunday the 29th.
+    const saturday = new Date('2026-03-28T12:00:00Z');
+    expect(parseValidUntil('until Monday', saturday, 'Europe/Oslo')).toEqual(
+      new Date('2026-03-30T22:00:00Z'),
+    );
+  });
+
+  it.each([
+    'The user lives in Porto.',
+    'The user was in Berlin last week.',
+    'The user prefers tea to coffee',
+    'The user started a new job today.',
+    'The user moved to Porto this week',
+  ])('%j holds with no end', (text) => {
+    expect(parseValidUntil(text, NOW, 'Europe/Oslo')).toBeUndefined();
   });
 });

@@ -9,7 +9,7 @@ const LESSONS_MAX_TOKENS = 500;
 
 // Where a mission's lessons are kept: memory files are recalled like any other memory, so a
 // later mission with a like objective finds them in its plan's and tasks' context.
-export function lessonsPath(missionId: string): string {
+function lessonsPath(missionId: string): string {
   return `missions/lessons/${missionId}.md`;
 }
 

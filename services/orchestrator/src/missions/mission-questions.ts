@@ -28,7 +28,7 @@ import { getMission, type MissionDeps, queueWork } from './mission-service';
 // task goes on once the user answers (POST /v1/missions/{id}/answer, or their next message in
 // that conversation) or the question expires.
 
-export const ASK_USER = 'ask_user';
+const ASK_USER = 'ask_user';
 const QUESTION_MAX_CHARS = 2_000;
 // Characters of the objective a chat reply names the mission by.
 const OBJECTIVE_SHOWN_CHARS = 120;

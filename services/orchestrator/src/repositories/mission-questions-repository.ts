@@ -4,7 +4,7 @@ import type { Queryable } from '@jarvis/db';
 // The questions mission tasks ask their users (ask_user). Reads a user's request reaches are
 // scoped by user_id; the workers and the sweeper address rows by id, as missions-repository does.
 
-export type QuestionStatus = 'pending' | 'answered' | 'expired' | 'cancelled';
+type QuestionStatus = 'pending' | 'answered' | 'expired' | 'cancelled';
 
 type QuestionRow = {
   id: string;
@@ -70,7 +70,7 @@ export function publicQuestion(question: StoredQuestion): MissionQuestion {
   };
 }
 
-export type NewQuestion = Omit<
+type NewQuestion = Omit<
   StoredQuestion,
   'status' | 'answer' | 'messageId' | 'expiresAt' | 'createdAt'
 > & { ttlMs: number };

@@ -60,8 +60,8 @@ export function recordRetrieval(span: Span, recall: MemoryRecallResponse): void 
   });
 }
 
-// What a search found (a mission's brief searches memory rather than recalling a conversation).
-export function recordFound(span: Span, items: { kind: string }[]): void {
+// What recall found among the relevant items, by kind.
+function recordFound(span: Span, items: { kind: string }[]): void {
   const byKind = new Map<string, number>();
   for (const item of items) byKind.set(item.kind, (byKind.get(item.kind) ?? 0) + 1);
   span.setAttributes({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ChatResponse,
   type Fact,
+  MemoryExtractionsListResponse,
   MemoryFactsGetResponse,
   MemoryFactsListResponse,
   MemoryFactsRememberResponse,
@@ -238,7 +239,8 @@ describe('fact extraction after each turn', () => {
       const extraction = await extractionOf(quit.runId);
 
       expect(extraction.operations).toEqual([
-        { op: 'invalidate', factId: nurse.id, reason: 'the user quit' },
+        // The closed fact's words, for the Learned view.
+        { op: 'invalidate', factId: nurse.id, content: nurse.content, reason: 'the user quit' },
       ]);
       const closed = await getFact(ana, nurse.id);
       expect(closed.fact.validTo).not.toBeNull();
@@ -433,5 +435,38 @@ describe('fact extraction after each turn', () => {
       { op: 'add', content: "The user's sister Marta lives in Lisbon.", ignored: 'already known' },
     ]);
     expect((await listFacts(iris)).map((fact) => fact.id)).toEqual([marta.id]);
+  });
+
+  it('undoes a wrong extraction from the API: its fact leaves GET /v1/memory/facts', async () => {
+    const jan = await newUser('jan');
+    // The model takes the neighbour's boat for the user's.
+    answerExtraction = () => answer(add('The user owns a sailing boat called Freya.'));
+    const chat = await turn(jan, 'My neighbour owns a sailing boat called Freya');
+    await extractionOf(chat.runId);
+    const [wrong] = await listFacts(jan);
+    expect(wrong?.content).toBe('The user owns a sailing boat called Freya.');
+
+    const listed = await call('GET', '/v1/memory/extractions', jan);
+    expect(listed.status).toBe(200);
+    expect(MemoryExtractionsListResponse.parse(await listed.json())).toEqual({
+      extractions: [
+        {
+          id: chat.runId,
+          turnId: expect.any(String),
+          createdAt: expect.any(String),
+          undoneAt: null,
+          changes: [{ op: 'add', factId: wrong?.id, text: wrong?.content }],
+        },
+      ],
+    });
+    expect((await call('POST', `/v1/memory/extractions/${chat.runId}/undo`, jan)).status).toBe(200);
+
+    expect(await listFacts(jan)).toEqual([]);
+    expect((await getFact(jan, wrong?.id ?? '')).fact.validTo).not.toBeNull();
+    expect((await call('POST', `/v1/memory/extractions/${chat.runId}/undo`, jan)).status).toBe(409);
+    const other = await newUser('kai');
+    expect((await call('POST', `/v1/memory/extractions/${chat.runId}/undo`, other)).status).toBe(
+      404,
+    );
   });
 });

@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import {
   ChatResponse,
   ErrorBody,
+  ExportFileRecord,
   ExportHeader,
-  ExportRecord,
   ExportRecordType,
+  MemoryExportImportResponse,
   MemoryFactsGetResponse,
   MemoryFactsRememberResponse,
   MemoryForgetApplyResponse,
   MemoryForgetPreviewResponse,
-  MemoryImportRecordsResponse,
   MemorySearchResponse,
+  workspaceFileUrl,
 } from '@jarvis/contracts';
 import {
   type FakeLlmRequest,
@@ -55,24 +56,31 @@ const GARDEN = Array.from({ length: 12 }, (_, i) => ({
   createdAt: new Date(Date.UTC(2023, 2, 2, 10, i)).toISOString(),
   ...(i === 1 ? { author: 'Gardener bot', metadata: { source: 'old-chat', n: i } } : {}),
 }));
+// A chart the garden conversation's workspace holds (a PNG signature and bytes that do not
+// compress), and a data file past what one page of the workspace export carries inline.
+const CHART = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  Buffer.from(Array.from({ length: 4_000 }, (_, i) => (i * 7919) % 251)),
+]);
+const SOIL_DATA = Buffer.from(Array.from({ length: 600_000 }, (_, i) => (i * 104_729) % 256));
 const LIGHTHOUSE = Array.from(
   { length: 300 },
   (_, i) => `Entry ${i}: the lighthouse keeper logged storm number ${i} near the cliffs.`,
 ).join(' ');
 
-type Exported = { header: ExportHeader; records: ExportRecord[]; text: string };
+type Exported = { header: ExportHeader; records: ExportFileRecord[]; text: string };
 
 // Every line checked against its schema.
 function parseExport(text: string): Exported {
   const [first, ...rest] = text.trimEnd().split('\n');
   return {
     header: ExportHeader.parse(JSON.parse(first ?? '')),
-    records: rest.map((line) => ExportRecord.parse(JSON.parse(line))),
+    records: rest.map((line) => ExportFileRecord.parse(JSON.parse(line))),
     text,
   };
 }
 
-function countByType(records: ExportRecord[]): Record<string, number> {
+function countByType(records: ExportFileRecord[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const record of records) counts[record.type] = (counts[record.type] ?? 0) + 1;
   return counts;
@@ -88,7 +96,7 @@ const ID_FIELDS = [
   'documentId',
 ] as const;
 
-function remapIds(record: ExportRecord, map: Map<string, string>): Record<string, unknown> {
+function remapIds(record: ExportFileRecord, map: Map<string, string>): Record<string, unknown> {
   const lookup = (id: string) => map.get(id) ?? `unmapped:${id}`;
   const copy: Record<string, unknown> = { ...record };
   for (const field of ID_FIELDS) {
@@ -100,9 +108,10 @@ function remapIds(record: ExportRecord, map: Map<string, string>): Record<string
 }
 
 // Another user's (or install's) copy of an export equals it once ids are matched up by position
-// within each type: everything else, order included, must be the same.
+// within each type: everything else, order included, must be the same. A workspace file's id is
+// its conversation's, so it follows the conversation's match.
 function expectSameMemory(copy: Exported, original: Exported) {
-  expect(copy.header).toMatchObject({ type: 'header', format: 'jarvis-memory', version: 1 });
+  expect(copy.header).toMatchObject({ type: 'header', format: 'jarvis-memory', version: 2 });
   expect(countByType(copy.records)).toEqual(countByType(original.records));
   const map = new Map<string, string>();
   for (const type of ExportRecordType.options) {
@@ -158,8 +167,28 @@ describe('export and import of a whole memory', () => {
       text,
       'application/x-ndjson',
     );
+    const body: unknown = await response.json();
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    const answer = MemoryExportImportResponse.parse(body);
+    expect(answer.notImported).toEqual([]);
+    return answer.imported;
+  };
+
+  const putWorkspaceFile = async (key: string, url: string, bytes: Buffer, type: string) => {
+    const response = await fetch(`${first.stack.gatewayUrl}${url}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}`, 'content-type': type },
+      body: bytes,
+    });
+    expect(response.status, await response.text()).toBe(201);
+  };
+
+  const downloadWorkspaceFile = async (fixture: StackFixture, key: string, url: string) => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}${url}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(response.status).toBe(200);
-    return MemoryImportRecordsResponse.parse(await response.json()).imported;
+    return Buffer.from(await response.arrayBuffer());
   };
 
   const search = async (fixture: StackFixture, key: string, query: string, kinds?: string[]) =>
@@ -187,14 +216,28 @@ describe('export and import of a whole memory', () => {
       expect(chat.status).toBe(200);
       ChatResponse.parse(await chat.json());
     }
+    const gardenId = randomUUID();
     const garden = await call(
       first,
       'POST',
-      `/v1/conversations/${randomUUID()}/messages/import`,
+      `/v1/conversations/${gardenId}/messages/import`,
       alice,
       { messages: GARDEN },
     );
     expect(garden.status).toBe(200);
+    // Files in the garden conversation's workspace, as run_code or an upload leaves them.
+    await putWorkspaceFile(
+      alice,
+      workspaceFileUrl('conversation', gardenId, 'charts/beds.png'),
+      CHART,
+      'image/png',
+    );
+    await putWorkspaceFile(
+      alice,
+      workspaceFileUrl('conversation', gardenId, 'data/soil.bin'),
+      SOIL_DATA,
+      'application/octet-stream',
+    );
     // Compaction (and each turn's fact extraction) run in the background; the rest waits for
     // the summary, so no request of the test runs beside them.
     await waitFor(
@@ -245,7 +288,7 @@ describe('export and import of a whole memory', () => {
 
   it('exports every kind of record, with its history', () => {
     expect(exported.text.split('\n')[0]).toMatch(
-      /^\{"type":"header","format":"jarvis-memory","version":1,"exportedAt":"/,
+      /^\{"type":"header","format":"jarvis-memory","version":2,"exportedAt":"/,
     );
     const { records } = exported;
     const counts = countByType(records);
@@ -255,7 +298,36 @@ describe('export and import of a whole memory', () => {
       summary: 1,
       fact: 4,
       document: 1,
+      workspaceFile: 2,
     });
+    // The workspace files come last, in the garden conversation, with their bytes.
+    const gardenConversation = records.find(
+      (record) => record.type === 'message' && record.content === GARDEN[0]?.content,
+    );
+    const workspaceFiles = records.filter((record) => record.type === 'workspaceFile');
+    expect(records.slice(-2)).toEqual(workspaceFiles);
+    // As base64 text: a deep comparison of the bytes themselves takes seconds, and would hold
+    // the event loop past the gateway's keep-alive timeout.
+    const gardenId =
+      gardenConversation?.type === 'message' ? gardenConversation.conversationId : '';
+    expect(workspaceFiles).toEqual([
+      {
+        type: 'workspaceFile',
+        kind: 'conversation',
+        id: gardenId,
+        path: 'charts/beds.png',
+        mediaType: 'image/png',
+        content: CHART.toString('base64'),
+      },
+      {
+        type: 'workspaceFile',
+        kind: 'conversation',
+        id: gardenId,
+        path: 'data/soil.bin',
+        mediaType: 'application/octet-stream',
+        content: SOIL_DATA.toString('base64'),
+      },
+    ]);
     expect(counts.documentChunk).toBeGreaterThan(2);
     // Besides the episodes each turn writes.
     const plan = records.find(
@@ -304,9 +376,17 @@ describe('export and import of a whole memory', () => {
       facts: counts.fact,
       files: counts.file,
       documents: counts.document,
+      workspaceFiles: counts.workspaceFile,
     });
     const bobs = await exportOf(first, bob);
     expectSameMemory(bobs, exported);
+    // Bob's copy of the chart is in his copy of the garden conversation, served as his.
+    const bobsChart = bobs.records.find((record) => record.type === 'workspaceFile');
+    if (bobsChart?.type !== 'workspaceFile') throw new Error("Bob's export has no workspace file");
+    const chartUrl = workspaceFileUrl('conversation', bobsChart.id, 'charts/beds.png');
+    expect((await downloadWorkspaceFile(first, bob, chartUrl)).equals(CHART)).toBe(true);
+    const asAlice = await call(first, 'GET', chartUrl, alice);
+    expect(asAlice.status).toBe(404);
 
     expect((await search(first, bob, 'flying to Lisbon'))[0]?.text).toBe(
       'We fly to Lisbon in June.',
@@ -326,6 +406,7 @@ describe('export and import of a whole memory', () => {
       facts: 0,
       files: 0,
       documents: 0,
+      workspaceFiles: 0,
     });
     expectSameMemory(await exportOf(first, bob), exported);
   });

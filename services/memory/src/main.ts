@@ -10,6 +10,7 @@ import { registerDocumentHandlers } from './documents-handlers';
 import { loadEnv } from './env';
 import { registerEpisodeHandlers } from './episodes-handlers';
 import { registerExportHandlers } from './export-handlers';
+import { registerExtractionHandlers } from './extractions-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
@@ -72,6 +73,7 @@ await bootService(
     registerFileHandlers(bus, pool);
     registerDocumentHandlers(bus, pool);
     registerFactHandlers(bus, pool);
+    registerExtractionHandlers(bus, pool);
     registerInstructionsHandlers(bus, pool);
     registerForgetHandlers(bus, pool);
     registerExportHandlers(bus, pool);

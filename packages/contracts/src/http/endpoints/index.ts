@@ -5,6 +5,7 @@ import { CHAT_ENDPOINTS } from './chat';
 import { CONVERSATIONS_ENDPOINTS } from './conversations';
 import { DOCS_ENDPOINTS } from './docs';
 import { DOCUMENTS_ENDPOINTS } from './documents';
+import { EXTRACTIONS_ENDPOINTS } from './extractions';
 import { FACTS_ENDPOINTS } from './facts';
 import { FILES_ENDPOINTS } from './files';
 import { KEYS_ENDPOINTS } from './keys';
@@ -25,6 +26,7 @@ export const ENDPOINTS: Endpoint[] = [
   ...CONVERSATIONS_ENDPOINTS,
   ...MEMORY_ENDPOINTS,
   ...FACTS_ENDPOINTS,
+  ...EXTRACTIONS_ENDPOINTS,
   ...FILES_ENDPOINTS,
   ...DOCUMENTS_ENDPOINTS,
   ...USAGE_ENDPOINTS,

@@ -2,11 +2,13 @@ import { AppLink, PageHeader } from './components';
 import { DocumentsPanel } from './documents-panel';
 import { FactsPanel } from './facts-panel';
 import { FilesPanel } from './files-panel';
+import { LearnedPanel } from './learned-panel';
 import { SearchPanel } from './search-panel';
 import { SkillsPanel } from './skills-panel';
 
 const TABS = [
   { path: '/memory', label: 'Facts' },
+  { path: '/memory/learned', label: 'Learned' },
   { path: '/memory/skills', label: 'Skills' },
   { path: '/memory/files', label: 'Files' },
   { path: '/memory/documents', label: 'Documents' },
@@ -14,6 +16,7 @@ const TABS = [
 ] as const;
 
 function CurrentPanel({ path }: { path: (typeof TABS)[number]['path'] }) {
+  if (path === '/memory/learned') return <LearnedPanel />;
   if (path === '/memory/skills') return <SkillsPanel />;
   if (path === '/memory/files') return <FilesPanel />;
   if (path === '/memory/documents') return <DocumentsPanel />;

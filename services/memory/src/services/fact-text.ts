@@ -28,7 +28,7 @@ const SUBJECT_WORDS = new Set([
 // Words that turn a statement into its opposite ("don't" splits into "don" and "t").
 const NEGATIONS = new Set(['not', 'no', 'never', 'nor', 'none', 'nothing', 'without', 't']);
 
-export function factWords(text: string): string[] {
+function factWords(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 

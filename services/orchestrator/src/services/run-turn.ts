@@ -315,8 +315,12 @@ async function answer(
   replyKey: string,
   expected: Promise<RoutedModel | undefined>,
 ): Promise<Finished> {
+  // Only the user's own message answers a mission's question: a scheduled prompt sent into the
+  // same conversation is the scheduler's words, not theirs.
   const passedOn =
-    message === undefined ? undefined : await deps.answerPendingQuestion?.(run, message);
+    message === undefined || run.scheduleId
+      ? undefined
+      : await deps.answerPendingQuestion?.(run, message);
   if (passedOn !== undefined) {
     return finish(deps, loop, run, noteResult(passedOn), replyKey, { costUsd: 0 }, []);
   }
@@ -541,6 +545,8 @@ async function requestExtraction(
         userMessageId: run.userMessageId,
         replyMessageId,
         recalledIds: [...new Set(recalledIds)].slice(0, EXTRACTION_RECALLED_MAX),
+        // "until Friday" ends at the user's midnight, not UTC's.
+        ...(run.timeZone ? { timeZone: run.timeZone } : {}),
       },
       `extract:${run.turnId}`,
     );

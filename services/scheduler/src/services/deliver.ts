@@ -106,6 +106,8 @@ async function performAction(
       conversationId,
       createdBy: 'schedule',
       idempotencyKey: key,
+      // Its tasks are told the time in the zone the schedule runs in.
+      userTimeZone: schedule.timeZone,
     },
     options,
   );

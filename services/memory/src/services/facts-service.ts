@@ -48,8 +48,8 @@ function factNotFound(): BusError {
   return new BusError('not_found', 'fact not found');
 }
 
-// The open facts a new one is compared with: a repeat shares the new fact's rarest words, so
-// it ranks among the first few by them.
+// The open facts a new one is compared with: a repeat shares most of its terms, so it ranks
+// among the first few that do.
 const DUPLICATE_CANDIDATES = 5;
 
 export type StoredFact = { fact: Fact; isDuplicate: boolean };
@@ -59,7 +59,8 @@ export type StoredFact = { fact: Fact; isDuplicate: boolean };
 // the same is answered instead, told again (its importance the higher of the two). The user's
 // facts are locked until the transaction ends, so two of these at once take turns and the
 // second finds the first's row. A rule is compared with rules only, and other facts with other
-// facts: a preference the user raises to a standing rule becomes one.
+// facts: a preference the user then makes a standing rule is stored as a rule, not answered as
+// the preference.
 export async function storeFact(
   db: PoolClient,
   userId: string,

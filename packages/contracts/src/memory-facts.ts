@@ -140,7 +140,13 @@ export const memoryFactsGet = defineRpc(
 // the same (the same words, or nearly: see isDuplicate) is answered instead of a new one, its
 // importance raised to the higher of the two. A rule that would take the standing instructions
 // past INSTRUCTIONS_TOKEN_CAP answers bad_request.
-export const MemoryFactsRememberRequest = z.object({ userId: Id, ...rememberFields });
+export const MemoryFactsRememberRequest = z.object({
+  userId: Id,
+  ...rememberFields,
+  // The turn whose agent called the remember tool: the fact is then recorded as something that
+  // turn learned (GET /v1/memory/extractions), undoable like extraction's. Not in the HTTP body.
+  turnId: Id.optional(),
+});
 export type MemoryFactsRememberRequest = z.input<typeof MemoryFactsRememberRequest>;
 export const MemoryFactsRememberResponse = z.object({
   fact: Fact,

@@ -4,11 +4,14 @@ import {
   EXTRACTION_STREAM,
   extractionRequested,
   memoryAppend,
+  memoryExtractionsList,
+  memoryExtractionsUndo,
   memoryFactsList,
   memoryFactsRemember,
 } from '@jarvis/contracts';
 import { waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerExtractionHandlers } from './extractions-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { startExtractionWorker } from './handlers';
 import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
@@ -30,7 +33,10 @@ const EXTRACTION: WorkQueueOptions = {
 };
 
 beforeAll(async () => {
-  memory = await startMemoryFixture('memory-facts-once', [registerFactHandlers]);
+  memory = await startMemoryFixture('memory-facts-once', [
+    registerFactHandlers,
+    registerExtractionHandlers,
+  ]);
   gateway = await startModelGatewayFixture(memory.clientBus.namespace, memory.db.url);
   await ensureWorkQueue(memory.clientBus, extractionRequested, EXTRACTION);
   worker = await startExtractionWorker(
@@ -162,5 +168,26 @@ describe('one fact, stored once', () => {
     expect((await remember('I like to fly with Lufthansa', 'rule')).isDuplicate).toBe(false);
     expect((await remember('i like to fly with lufthansa', 'rule')).isDuplicate).toBe(true);
     expect(await listFacts(userId)).toHaveLength(5);
+  });
+
+  it("records what the remember tool stored as the turn's, a repeat as noop, undoable", async () => {
+    const userId = randomUUID();
+    const turnId = randomUUID();
+    const remember = (content: string) =>
+      memory.clientBus.request(memoryFactsRemember, { userId, content, turnId });
+
+    const first = await remember('The user parks on level 3 at work.');
+    await remember('The user parks on level 3 at work');
+    // Without a turn (the API, the UI) nothing is recorded.
+    await memory.clientBus.request(memoryFactsRemember, { userId, content: 'Likes sencha.' });
+
+    const { extractions } = await memory.clientBus.request(memoryExtractionsList, { userId });
+    expect(extractions.map((extraction) => [extraction.turnId, extraction.changes])).toEqual([
+      [turnId, [{ op: 'noop', factId: first.fact.id, text: first.fact.content }]],
+      [turnId, [{ op: 'add', factId: first.fact.id, text: first.fact.content }]],
+    ]);
+    const added = extractions.find((extraction) => extraction.changes[0]?.op === 'add');
+    await memory.clientBus.request(memoryExtractionsUndo, { userId, id: added?.id ?? '' });
+    expect((await listFacts(userId)).map((fact) => fact.content)).toEqual(['Likes sencha.']);
   });
 });

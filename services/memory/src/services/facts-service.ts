@@ -34,6 +34,7 @@ import {
 } from '../repositories/facts-repository';
 import { addTermCounts, removeTermCounts } from '../repositories/term-stats-repository';
 import { readTerms } from '../repositories/terms-repository';
+import { recordRememberedByTool } from './extractions-service';
 import { isSameFact } from './fact-text';
 import { ensureRuleFits } from './instructions-service';
 
@@ -203,16 +204,18 @@ export async function rememberFact(
   request: RememberRequest,
 ): Promise<MemoryFactsRememberResponse> {
   await requireOwnMessages(pool, request.userId, request.sourceMessageIds);
-  return withTransaction(pool, (db) =>
-    storeFact(db, request.userId, {
+  return withTransaction(pool, async (db) => {
+    const stored = await storeFact(db, request.userId, {
       category: request.category,
       content: request.content,
       tags: request.tags,
       importance: request.importance,
       sourceMessageIds: request.sourceMessageIds,
       validTo: request.validTo ? new Date(request.validTo) : undefined,
-    }),
-  );
+    });
+    if (request.turnId) await recordRememberedByTool(db, request.userId, request.turnId, stored);
+    return stored;
+  });
 }
 
 // The successor keeps whatever the request leaves out, provenance and end included. A rule

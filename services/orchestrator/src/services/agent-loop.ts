@@ -428,6 +428,7 @@ async function callTool(
     userId: run.userId,
     conversationId: run.conversationId,
     runId: run.id,
+    turnId: run.turnId,
     missionId: run.missionId,
     userMessageId: run.userMessageId,
     timeZone: run.timeZone,

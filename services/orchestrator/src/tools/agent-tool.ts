@@ -5,6 +5,8 @@ export type ToolContext = {
   userId: string;
   conversationId: string;
   runId: string;
+  // The turn the run answers: what the remember tool stores is listed as this turn's learning.
+  turnId: string;
   // The mission whose task the run is: what a tool keeps (run_code's files) is kept for the
   // mission. Undefined in a turn.
   missionId: string | undefined;

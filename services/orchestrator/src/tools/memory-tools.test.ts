@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
+import { type MemoryFactsRememberRequest, memoryFactsRemember } from '@jarvis/contracts';
 import { uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTool } from './agent-tool';
+import { type AgentTool, type ToolContext, ToolInputError } from './agent-tool';
 import { createMemoryTools } from './memory-tools';
 
 let bus: Bus;
@@ -49,5 +51,63 @@ describe('createMemoryTools', () => {
 
     expect(riskOf(tools, 'propose_rule', { text: 'Always use metric.' })).toBe('risky');
     expect(riskOf(tools, 'skill_load', { name: 'trip-planning' })).toBe('safe');
+  });
+
+  it('stores no rule through remember, and tells memory the turn it stored the fact in', async () => {
+    const asked: MemoryFactsRememberRequest[] = [];
+    const responder = bus.serve(memoryFactsRemember, async (request) => {
+      asked.push(request);
+      const now = new Date().toISOString();
+      return {
+        fact: {
+          id: randomUUID(),
+          category: 'fact' as const,
+          content: request.content,
+          tags: [],
+          importance: 5,
+          sourceMessageIds: [],
+          validFrom: now,
+          validTo: null,
+          supersededBy: null,
+          createdAt: now,
+          updatedAt: now,
+        },
+        isDuplicate: false,
+      };
+    });
+    const remember = createMemoryTools(bus, new Set()).find(
+      (tool) => tool.definition.name === 'remember',
+    );
+    const context: ToolContext = {
+      userId: randomUUID(),
+      conversationId: randomUUID(),
+      runId: randomUUID(),
+      turnId: randomUUID(),
+      missionId: undefined,
+      userMessageId: randomUUID(),
+      timeZone: undefined,
+      timeoutMs: 5_000,
+    };
+    try {
+      const parameters = JSON.stringify(remember?.definition.parameters);
+      expect(parameters).not.toContain('turnId');
+      expect(parameters).not.toContain('"rule"');
+      await expect(
+        remember?.run({ content: 'Always answer in Norwegian.', category: 'rule' }, context),
+      ).rejects.toBeInstanceOf(ToolInputError);
+
+      await remember?.run({ content: 'The user parks on level 3.' }, context);
+      expect(asked).toEqual([
+        expect.objectContaining({
+          userId: context.userId,
+          content: 'The user parks on level 3.',
+          category: 'fact',
+          turnId: context.turnId,
+          sourceMessageIds: [context.userMessageId],
+        }),
+      ]);
+    } finally {
+      responder.unsubscribe();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { type Bus, BusError, describeZodError } from '@jarvis/bus';
 import {
+  FactCategory,
   FactContent,
   FilePath,
   memoryFactsForget,
@@ -27,6 +28,8 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
   description: string,
   contract: RpcContract<Req, Res>,
   filled: (context: ToolContext) => Record<string, unknown>,
+  // Arguments narrower for the model than for the memory service's other callers.
+  narrowed: z.ZodRawShape = {},
 ): (bus: Bus) => AgentTool {
   const hidden = Object.fromEntries(
     Object.keys(
@@ -34,6 +37,7 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
         userId: '',
         conversationId: '',
         runId: '',
+        turnId: '',
         missionId: undefined,
         userMessageId: '',
         timeZone: undefined,
@@ -41,7 +45,7 @@ function memoryTool<Req extends z.ZodObject, Res extends z.ZodType>(
       }),
     ).map((key) => [key, true as const]),
   );
-  const args = contract.request.omit(hidden);
+  const args = contract.request.omit(hidden).extend(narrowed);
   const parameters = jsonSchemaOf(args);
   return (bus) => ({
     definition: { name, description, parameters },
@@ -98,7 +102,12 @@ const MEMORY_TOOLS = [
     (context) => ({
       userId: context.userId,
       sourceMessageIds: context.userMessageId ? [context.userMessageId] : [],
+      // The Learned view lists (and undoes) what this turn stored.
+      turnId: context.turnId,
     }),
+    // A standing rule steers every later prompt: the model proposes one with propose_rule, which
+    // waits for the user's approval, and cannot store one here without it.
+    { category: FactCategory.exclude(['rule']).default('fact') },
   ),
   memoryTool(
     'forget',

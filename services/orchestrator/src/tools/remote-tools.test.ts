@@ -100,6 +100,7 @@ const context: ToolContext = {
   userId: randomUUID(),
   conversationId: randomUUID(),
   runId: randomUUID(),
+  turnId: randomUUID(),
   missionId: undefined,
   userMessageId: randomUUID(),
   timeZone: undefined,

@@ -34,6 +34,7 @@ async function turn(timeZone: string | undefined): Promise<ToolContext> {
     userId,
     conversationId: message.conversationId,
     runId: randomUUID(),
+    turnId: randomUUID(),
     missionId: undefined,
     userMessageId: randomUUID(),
     timeZone,

@@ -31,8 +31,33 @@ const QUERIES = 200;
 
 type Recall = Record<`@${(typeof KS)[number]}`, number>;
 
-function emptyRecall(): Recall {
-  return { '@5': 0, '@10': 0, '@20': 0 };
+// LoCoMo's question categories, as its questions read (category 5, adversarial questions about
+// things never said, has no evidence to find and is left out).
+const CATEGORIES: Record<number, string> = {
+  1: 'multi-hop',
+  2: 'temporal',
+  3: 'open-domain',
+  4: 'single-hop',
+};
+
+// Recall summed over questions, overall and per category, for one ranker.
+type Tally = { questions: number; sums: Recall };
+
+function emptyTally(): Tally {
+  return { questions: 0, sums: { '@5': 0, '@10': 0, '@20': 0 } };
+}
+
+function averageOf(tally: Tally): Recall {
+  const average = (sum: number) => Math.round((sum / Math.max(tally.questions, 1)) * 1000) / 1000;
+  return {
+    '@5': average(tally.sums['@5']),
+    '@10': average(tally.sums['@10']),
+    '@20': average(tally.sums['@20']),
+  };
+}
+
+function shareFound(evidence: Set<string>, found: Set<string>): number {
+  return [...evidence].filter((id) => found.has(id)).length / evidence.size;
 }
 
 async function importTurns(
@@ -63,16 +88,26 @@ async function importTurns(
 }
 
 async function benchRetrieval(bus: Bus, conversations: LocomoConversation[]) {
-  const memory = emptyRecall();
-  const bm25 = emptyRecall();
-  let questions = 0;
+  const tallies = new Map<string, { memory: Tally; bm25: Tally }>();
+  const tallyOf = (group: string) => {
+    const existing = tallies.get(group);
+    if (existing) return existing;
+    const created = { memory: emptyTally(), bm25: emptyTally() };
+    tallies.set(group, created);
+    return created;
+  };
   for (const conversation of conversations) {
     const userId = randomUUID();
     await importTurns(bus, userId, randomUUID(), conversation.turns);
     const rank = createBm25(conversation.turns.map((turn) => turn.text));
     for (const qa of conversation.questions) {
-      if (qa.category > 4) continue;
-      questions++;
+      const category = CATEGORIES[qa.category];
+      if (!category) continue;
+      const groups = [tallyOf('all'), tallyOf(category)];
+      for (const group of groups) {
+        group.memory.questions++;
+        group.bm25.questions++;
+      }
       const evidence = new Set(qa.evidence);
       for (const k of KS) {
         const { results } = await bus.request(memorySearch, {
@@ -80,20 +115,40 @@ async function benchRetrieval(bus: Bus, conversations: LocomoConversation[]) {
           query: qa.question,
           limit: k,
         });
-        const found = new Set(results.map((result) => String(result.metadata.dia_id)));
-        memory[`@${k}`] += [...evidence].filter((id) => found.has(id)).length / evidence.size;
-        const baseline = new Set(
-          rank(qa.question, k).map((index) => conversation.turns[index]?.diaId),
+        const found = shareFound(
+          evidence,
+          new Set(results.map((result) => String(result.metadata.dia_id))),
         );
-        bm25[`@${k}`] += [...evidence].filter((id) => baseline.has(id)).length / evidence.size;
+        const baseline = shareFound(
+          evidence,
+          new Set(rank(qa.question, k).map((index) => conversation.turns[index]?.diaId ?? '')),
+        );
+        for (const group of groups) {
+          group.memory.sums[`@${k}`] += found;
+          group.bm25.sums[`@${k}`] += baseline;
+        }
       }
     }
   }
-  const average = (recall: Recall) =>
-    Object.fromEntries(
-      Object.entries(recall).map(([k, sum]) => [k, Math.round((sum / questions) * 1000) / 1000]),
-    );
-  return { questions, memory: average(memory), bm25: average(bm25) };
+  const all = tallyOf('all');
+  return {
+    questions: all.memory.questions,
+    memory: averageOf(all.memory),
+    bm25: averageOf(all.bm25),
+    byCategory: Object.fromEntries(
+      Object.values(CATEGORIES).map((category) => {
+        const tally = tallyOf(category);
+        return [
+          category,
+          {
+            questions: tally.memory.questions,
+            memory: averageOf(tally.memory),
+            bm25: averageOf(tally.bm25),
+          },
+        ];
+      }),
+    ),
+  };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -180,6 +235,10 @@ try {
     process.stdout.write(
       `  ${key.padEnd(4)} memory ${retrieval.memory[key]}  bm25 ${retrieval.bm25[key]}  (+${gain})\n`,
     );
+  }
+  for (const [category, recall] of Object.entries(retrieval.byCategory)) {
+    const line = KS.map((k) => `@${k} ${recall.memory[`@${k}`]} (bm25 ${recall.bm25[`@${k}`]})`);
+    process.stdout.write(`  ${category} (${recall.questions}): ${line.join('  ')}\n`);
   }
   const scale = [];
   for (const size of sizes) {

@@ -113,3 +113,51 @@ async function loadMessages(db: Queryable, userId: string, ids: string[]): Promi
 }
 
 export const messageSource: SearchSource = { searchText: searchMessageText, load: loadMessages };
+
+// The messages just before and just after each given message in its conversation, with the
+// given message's id (`of`), within the filter's dates: an answer often sits one turn from the
+// words the question shares.
+export async function loadAdjacentMessages(
+  db: Queryable,
+  filter: TextFilter,
+  ids: string[],
+): Promise<(ItemDetails & { of: string })[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{
+    of: string;
+    id: string;
+    content: string;
+    metadata: Record<string, unknown>;
+    created_at: Date;
+    conversation_id: string;
+    seq: string;
+  }>(
+    `SELECT m.id AS of, n.id, n.content, n.metadata, n.created_at, n.conversation_id, n.seq
+     FROM memory.messages m, LATERAL (
+       (SELECT p.id, p.content, p.metadata, p.created_at, p.conversation_id, p.seq
+        FROM memory.messages p
+        WHERE p.conversation_id = m.conversation_id AND p.seq < m.seq AND p.forgotten_at IS NULL
+        ORDER BY p.seq DESC LIMIT 1)
+       UNION ALL
+       (SELECT s.id, s.content, s.metadata, s.created_at, s.conversation_id, s.seq
+        FROM memory.messages s
+        WHERE s.conversation_id = m.conversation_id AND s.seq > m.seq AND s.forgotten_at IS NULL
+        ORDER BY s.seq LIMIT 1)
+     ) n
+     WHERE m.user_id = $1 AND m.id = ANY($2::uuid[])
+       AND ($3::timestamptz IS NULL OR n.created_at >= $3)
+       AND ($4::timestamptz IS NULL OR n.created_at < $4)`,
+    [filter.userId, ids, filter.from ?? null, filter.to ?? null],
+  );
+  return rows.map((row) => ({
+    of: row.of,
+    kind: 'message',
+    id: row.id,
+    text: row.content,
+    metadata: row.metadata,
+    createdAt: row.created_at,
+    conversationId: row.conversation_id,
+    position: Number(row.seq),
+    importance: DEFAULT_IMPORTANCE,
+  }));
+}

@@ -266,6 +266,17 @@ describe('memory.search', () => {
     );
   });
 
+  it('narrows to a calendar day the query names, and a day either side', async () => {
+    const day = await search(userA, 'what did I say on 14 March, 2023', { limit: 100 });
+    const sameDay = await search(userA, 'what did I say on March 14th, 2023', { limit: 100 });
+
+    expect(textsOf(day).sort()).toEqual([
+      'I have a dentist appointment on Thursday at 9am to fix a cracked molar.',
+      'Noted, I will remind you on Wednesday evening.',
+    ]);
+    expect(textsOf(sameDay).sort()).toEqual(textsOf(day).sort());
+  });
+
   it('narrows to where the spoken month and the from/to range overlap', async () => {
     const lateMarch = await search(userA, 'what did I say in March 2023', {
       from: '2023-03-16T00:00:00Z',

@@ -15,6 +15,7 @@ import { fileSource } from '../repositories/files-repository';
 import {
   DEFAULT_IMPORTANCE,
   type ItemDetails,
+  loadAdjacentMessages,
   messageSource,
   type SearchSource,
   TEXT_MATCH_BUDGET,
@@ -52,6 +53,13 @@ const TEXT_WEIGHT = 0.1;
 const RECENCY_BOOST = 0.05;
 const RECENCY_HALF_LIFE_DAYS = 90;
 const IMPORTANCE_SPREAD = 0.1;
+// The best fused messages whose adjacent messages inherit PROPAGATION_WEIGHT of their score,
+// after fusion: the turn that answers is often the one after the turn that shares the question's
+// words, and it may be a turn no ranker found.
+const PROPAGATION_SOURCES = 20;
+const PROPAGATION_WEIGHT = 0.1;
+// A "when" question prefers the messages that say when.
+const TIME_BOOST = 0.2;
 
 // The kinds search can find, each with its own full-text search.
 const SOURCES: Partial<Record<MemoryKind, SearchSource>> = {
@@ -216,13 +224,26 @@ export async function searchMemoryViews<const V extends readonly SearchView[]>(
     ).then((lists) => lists.flat()),
   ]);
   const details = new Map(items.map((item) => [item.id, item]));
-  const ranked = candidates.map((candidate, index) =>
-    rankCandidates(
-      vectorScoresByView[index] ?? new Map(),
+  const fusedByView = candidates.map((candidate, index) =>
+    fuseRankings(
+      smoothAcrossNeighbours(vectorScoresByView[index] ?? new Map(), details),
       candidate.denseNearest,
       candidate.texts,
+    ),
+  );
+  const adjacent = await loadAdjacentMessages(pool, filter, [
+    ...new Set(fusedByView.flatMap((fused) => topMessageIds(fused, details))),
+  ]);
+  for (const neighbour of adjacent) {
+    if (!details.has(neighbour.id)) details.set(neighbour.id, neighbour);
+  }
+  const timeBoost = TIME_QUESTION.test(request.query) ? TIME_BOOST : 0;
+  const ranked = candidates.map((candidate, index) =>
+    orderByWeight(
+      propagateToNeighbours(fusedByView[index] ?? new Map(), adjacent),
       details,
       now,
+      timeBoost,
     ).slice(0, candidate.limit),
   );
   // Off the search's path, as the gateway's "last used" of a key: a mark is a committed write
@@ -245,18 +266,15 @@ export async function searchMemoryViews<const V extends readonly SearchView[]>(
   })) as ViewResponses<V>;
 }
 
-// One view's candidates in order: the rankings fused, weighted by recency and importance.
-function rankCandidates(
+// One view's rankings fused by reciprocal rank.
+function fuseRankings(
   vectorScores: Map<string, number>,
   denseNearest: { itemId: string; similarity: number }[],
   textLists: string[][],
-  details: Map<string, ItemDetails>,
-  now: Date,
-): { item: ItemDetails; score: number }[] {
-  const smoothed = smoothAcrossNeighbours(vectorScores, details);
+): Map<string, number> {
   // A candidate the query shares nothing with gets no vector rank at all, rather than an
   // arbitrary one among ties at zero.
-  const vectorRanking = [...smoothed]
+  const vectorRanking = [...vectorScores]
     .filter(([, score]) => score > 0)
     .sort((a, b) => b[1] - a[1])
     .map(([id]) => id);
@@ -278,19 +296,102 @@ function rankCandidates(
       fused.set(id, (fused.get(id) ?? 0) + TEXT_WEIGHT / (RRF_K + rank));
     }
   }
+  return fused;
+}
 
+// The best fused messages, whose adjacent messages inherit from them.
+function topMessageIds(fused: Map<string, number>, details: Map<string, ItemDetails>): string[] {
+  return [...fused]
+    .filter(([id]) => details.get(id)?.kind === 'message')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, PROPAGATION_SOURCES)
+    .map(([id]) => id);
+}
+
+// Each message gains a share of its best adjacent message's fused score; an adjacent message
+// that no ranker found joins with that share alone.
+function propagateToNeighbours(
+  fused: Map<string, number>,
+  adjacent: { id: string; of: string }[],
+): Map<string, number> {
+  const best = new Map<string, number>();
+  const raise = (id: string, score: number) => best.set(id, Math.max(best.get(id) ?? 0, score));
+  for (const { id, of } of adjacent) {
+    raise(id, fused.get(of) ?? 0);
+    raise(of, fused.get(id) ?? 0);
+  }
+  const propagated = new Map(fused);
+  for (const [id, score] of best)
+    propagated.set(id, (fused.get(id) ?? 0) + PROPAGATION_WEIGHT * score);
+  return propagated;
+}
+
+// "When did…", "how long ago…": the answer is a message that says when.
+const TIME_QUESTION = /\b(when|how long ago|what (year|month|day|date|time))\b/i;
+const TIME_MENTION =
+  /\b(yesterday|today|tonight|tomorrow|ago|last|next|this (morning|week|weekend|month|year)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|weekend|week|month|year|since|\d{4})\b/i;
+
+// Candidates in order: the fused score weighted by recency and importance.
+function orderByWeight(
+  fused: Map<string, number>,
+  details: Map<string, ItemDetails>,
+  now: Date,
+  timeBoost: number,
+): { item: ItemDetails; score: number }[] {
   return [...fused]
     .flatMap(([id, score]) => {
       const item = details.get(id);
+      if (!item) return [];
       const weight =
-        recencyFactor(item?.createdAt ?? now, now) * importanceFactor(item?.importance);
-      return item ? [{ item, score: score * weight }] : [];
+        recencyFactor(item.createdAt, now) *
+        importanceFactor(item.importance) *
+        (timeBoost > 0 && TIME_MENTION.test(item.text) ? 1 + timeBoost : 1);
+      return [{ item, score: score * weight }];
     })
     .sort((a, b) => b.score - a.score);
 }
 
+const MONTH_NAMES = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
+const DAY_FIRST = new RegExp(
+  `\\b(\\d{1,2})(?:st|nd|rd|th)?\\s+(${MONTH_NAMES.join('|')}),?\\s+(\\d{4})\\b`,
+  'i',
+);
+const MONTH_FIRST = new RegExp(
+  `\\b(${MONTH_NAMES.join('|')})\\s+(\\d{1,2})(?:st|nd|rd|th)?,?\\s+(\\d{4})\\b`,
+  'i',
+);
+const DAY_MS = 86_400_000;
+
+// A calendar day the query names ("on 3 June, 2023", "October 13, 2023"), with a day either
+// side: what was said then, or told the day after.
+function parseNamedDay(query: string): { from: Date; to: Date } | undefined {
+  const dayFirst = query.match(DAY_FIRST);
+  const monthFirst = dayFirst ? undefined : query.match(MONTH_FIRST);
+  const [day, month, year] = dayFirst
+    ? [dayFirst[1], dayFirst[2], dayFirst[3]]
+    : [monthFirst?.[2], monthFirst?.[1], monthFirst?.[3]];
+  if (!day || !month || !year) return undefined;
+  const start = Date.UTC(Number(year), MONTH_NAMES.indexOf(month.toLowerCase()), Number(day));
+  return { from: new Date(start - DAY_MS), to: new Date(start + 2 * DAY_MS) };
+}
+
 function narrowRange(request: QueryRequest, now: Date): { from?: Date; to?: Date } {
-  const spoken = request.isQueryDateIgnored ? undefined : parseDateRange(request.query, now);
+  const spoken = request.isQueryDateIgnored
+    ? undefined
+    : (parseDateRange(request.query, now) ?? parseNamedDay(request.query));
   const from = [request.from ? new Date(request.from) : undefined, spoken?.from]
     .filter((date): date is Date => date !== undefined)
     .sort((a, b) => b.getTime() - a.getTime())[0];

@@ -4,12 +4,13 @@ import { defineRpc } from './define';
 
 // Forgetting by query: the user asks what memory holds about something, sees the matches, then
 // picks the ones to forget. A forgotten fact is closed like any forget; a forgotten message is
-// kept for the record but never recalled, searched or exported again.
+// kept for the record but never recalled, searched or exported again; a forgotten memory file (an
+// episode, a note) is deleted like any file, its versions kept, and no longer recalled.
 
 export const FORGET_PREVIEW_MAX_LIMIT = 50;
 export const FORGET_APPLY_MAX_ITEMS = 100;
 
-export const ForgettableKind = z.enum(['fact', 'message']);
+export const ForgettableKind = z.enum(['fact', 'message', 'file']);
 export type ForgettableKind = z.infer<typeof ForgettableKind>;
 
 // The fields each subject takes besides the user, shared with the HTTP bodies below so the
@@ -33,7 +34,8 @@ export const ForgetMatch = z.object({
 });
 export type ForgetMatch = z.infer<typeof ForgetMatch>;
 
-// memory.forget.preview: the valid facts and messages that match the query, best first.
+// memory.forget.preview: the valid facts, messages and memory files that match the query, best
+// first.
 export const MemoryForgetPreviewRequest = z.object({ userId: Id, ...previewFields });
 export type MemoryForgetPreviewRequest = z.input<typeof MemoryForgetPreviewRequest>;
 export const MemoryForgetPreviewResponse = z.object({ matches: z.array(ForgetMatch) });

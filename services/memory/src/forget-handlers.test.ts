@@ -5,6 +5,8 @@ import {
   memoryAppend,
   memoryFactsGet,
   memoryFactsRemember,
+  memoryFilesRead,
+  memoryFilesWrite,
   memoryForgetApply,
   memoryForgetPreview,
   memoryRecall,
@@ -13,6 +15,7 @@ import {
 import type { TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerFactHandlers } from './facts-handlers';
+import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
 import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 
@@ -24,6 +27,7 @@ beforeAll(async () => {
   memory = await startMemoryFixture('memory-forget', [
     registerForgetHandlers,
     registerFactHandlers,
+    registerFileHandlers,
   ]);
   ({ db, clientBus } = memory);
 });
@@ -40,7 +44,7 @@ async function preview(userId: string, query: string) {
   return (await clientBus.request(memoryForgetPreview, { userId, query })).matches;
 }
 
-async function forget(userId: string, items: { kind: 'fact' | 'message'; id: string }[]) {
+async function forget(userId: string, items: { kind: 'fact' | 'message' | 'file'; id: string }[]) {
   return (await clientBus.request(memoryForgetApply, { userId, items })).forgotten;
 }
 
@@ -135,6 +139,42 @@ describe('memory.forget.preview and memory.forget.apply', () => {
         { kind: 'fact', id: fact.id },
       ]),
     ).toBe(0);
+  });
+
+  it('forgets an episode that says it too: recall brings memory files back, so forgetting reaches them', async () => {
+    const userId = randomUUID();
+    const path = 'episodes/2026-11-20/0930-trip.md';
+    await clientBus.request(memoryFilesWrite, {
+      userId,
+      path,
+      content: '# Renewing the passport\n\nThe user gave passport number Y7654321 for the form.',
+    });
+    await clientBus.request(memoryFilesWrite, {
+      userId,
+      path: 'notes/groceries.md',
+      content: 'Milk, eggs, bread.',
+    });
+
+    const matches = await preview(userId, 'passport number');
+    const episode = matches.find((match) => match.kind === 'file');
+    expect(episode?.text).toContain('Y7654321');
+    expect(matches.every((match) => !match.text.includes('Milk'))).toBe(true);
+
+    expect(await forget(userId, [{ kind: 'file', id: episode?.id ?? '' }])).toBe(1);
+    expect(await searchIds(userId, 'passport number Y7654321')).not.toContain(episode?.id);
+    const asked = await say(userId, 'user', 'what is my passport number?');
+    const recall = await clientBus.request(memoryRecall, {
+      userId,
+      conversationId: asked.conversationId,
+      messageId: asked.id,
+      query: asked.content,
+    });
+    expect(JSON.stringify(recall)).not.toContain('Y7654321');
+    await expect(clientBus.request(memoryFilesRead, { userId, path })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    // Forgetting again changes nothing.
+    expect(await forget(userId, [{ kind: 'file', id: episode?.id ?? '' }])).toBe(0);
   });
 
   it("never forgets another user's memories, and counts them for nothing", async () => {

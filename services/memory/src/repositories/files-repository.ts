@@ -158,6 +158,22 @@ export async function lockLiveFile(
   return row ? toStoredFile(row) : undefined;
 }
 
+// lockLiveFile by the file's id (a search result names a file by it).
+export async function lockLiveFileById(
+  db: PoolClient,
+  userId: string,
+  id: string,
+): Promise<StoredFile | undefined> {
+  const { rows } = await db.query<FileRow>(
+    `SELECT ${FILE_COLUMNS} FROM memory.files
+     WHERE user_id = $1 AND id = $2 AND deleted_at IS NULL
+     FOR UPDATE`,
+    [userId, id],
+  );
+  const row = rows[0];
+  return row ? toStoredFile(row) : undefined;
+}
+
 // Creates version 1, or returns undefined when a live file already has the path.
 export async function insertFile(
   db: PoolClient,

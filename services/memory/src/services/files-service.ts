@@ -249,11 +249,21 @@ export async function deleteFile(
   return withTransaction(pool, async (db) => {
     const current = await lockLiveFile(db, request.userId, request.path);
     if (!current) throw fileNotFound();
-    await archiveCurrentVersion(db, request.userId, current.id);
-    await markFileDeleted(db, request.userId, current.id);
-    await unindexFile(db, request.userId, current);
+    await deleteLockedFile(db, request.userId, current);
     return { path: current.path };
   });
+}
+
+// Deletes a live file the transaction holds (lockLiveFile, lockLiveFileById): its current version
+// joins its history, and it leaves search and recall.
+export async function deleteLockedFile(
+  db: PoolClient,
+  userId: string,
+  file: StoredFile,
+): Promise<void> {
+  await archiveCurrentVersion(db, userId, file.id);
+  await markFileDeleted(db, userId, file.id);
+  await unindexFile(db, userId, file);
 }
 
 export async function listFileHistory(

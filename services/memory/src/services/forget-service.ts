@@ -10,6 +10,7 @@ import { type Pool, withTransaction } from '@jarvis/db';
 import { countTermsByItem } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { lockFact } from '../repositories/facts-repository';
+import { lockLiveFileById } from '../repositories/files-repository';
 import { dropQueuedMessages } from '../repositories/index-queue-repository';
 import {
   deleteMessageEmbeddings,
@@ -18,13 +19,14 @@ import {
 import { removeTermCounts } from '../repositories/term-stats-repository';
 import { readTerms } from '../repositories/terms-repository';
 import { invalidateFact, isOpen } from './facts-service';
+import { deleteLockedFile } from './files-service';
 import { searchMemory } from './search-service';
 
 type PreviewRequest = z.output<typeof MemoryForgetPreviewRequest>;
 type ApplyRequest = z.output<typeof MemoryForgetApplyRequest>;
 
-// What forgetting `query` would take: the valid facts and messages memory search finds for it,
-// best first. Search also ranks items that merely sit next to a match or share words with the
+// What forgetting `query` would take: the valid facts, messages and memory files (episodes and
+// notes, which recall brings back too) memory search finds for it, best first. Search also ranks items that merely sit next to a match or share words with the
 // best matches; only items that say one of the query's words are offered for forgetting.
 export async function previewForget(
   pool: Pool,
@@ -34,7 +36,7 @@ export async function previewForget(
     userId: request.userId,
     query: request.query,
     limit: SEARCH_MAX_LIMIT,
-    kinds: ['fact', 'message'],
+    kinds: ['fact', 'message', 'file'],
   });
   const [askedTerms = [], ...resultTerms] = await readTerms(pool, [
     request.query,
@@ -42,7 +44,7 @@ export async function previewForget(
   ]);
   const asked = new Set(askedTerms);
   const matches = results.flatMap((result, index): ForgetMatch[] =>
-    (result.kind === 'fact' || result.kind === 'message') &&
+    (result.kind === 'fact' || result.kind === 'message' || result.kind === 'file') &&
     (resultTerms[index] ?? []).some((term) => asked.has(term))
       ? [{ kind: result.kind, id: result.id, text: result.text, createdAt: result.createdAt }]
       : [],
@@ -51,24 +53,31 @@ export async function previewForget(
 }
 
 // All or nothing, in one transaction. A fact is closed like any forget (kept with its history);
-// a message is marked and its embeddings go. Ids that are not the user's, and items forgotten
-// before, count for nothing.
+// a message is marked and its embeddings go; a file is deleted like any file. Ids that are not
+// the user's, and items forgotten before, count for nothing.
 export async function applyForget(
   pool: Pool,
   request: ApplyRequest,
 ): Promise<MemoryForgetApplyResponse> {
-  const idsOf = (kind: 'fact' | 'message') => [
+  const idsOf = (kind: 'fact' | 'message' | 'file') => [
     ...new Set(request.items.filter((item) => item.kind === kind).map((item) => item.id)),
   ];
   // Facts are locked in id order, so two overlapping requests cannot deadlock.
   const factIds = idsOf('fact').sort();
   const messageIds = idsOf('message');
+  const fileIds = idsOf('file').sort();
   return withTransaction(pool, async (db) => {
     let forgotten = 0;
     for (const id of factIds) {
       const fact = await lockFact(db, request.userId, id);
       if (!fact || !isOpen(fact)) continue;
       await invalidateFact(db, request.userId, id, null);
+      forgotten += 1;
+    }
+    for (const id of fileIds) {
+      const file = await lockLiveFileById(db, request.userId, id);
+      if (!file) continue;
+      await deleteLockedFile(db, request.userId, file);
       forgotten += 1;
     }
     // First, so that a drain indexing one of them has finished and its embedding is seen.

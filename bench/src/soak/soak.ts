@@ -94,6 +94,27 @@ function loadAverage(): number {
   return Math.round((loadavg()[0] ?? 0) * 10) / 10;
 }
 
+// A user who has written instructions and a rule, as the prompt's standing tier is then in every
+// turn's share of the budget (the report's per-section table).
+async function setStandingInstructions(fixture: StackFixture, apiKey: string): Promise<void> {
+  const send = async (method: string, path: string, body: unknown) => {
+    const response = await fetch(`${fixture.stack.gatewayUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok)
+      throw new Error(`${path} answered ${response.status}: ${await response.text()}`);
+  };
+  await send('PUT', '/v1/me/instructions', {
+    text: 'Answer briefly, in British English. Use metric units and the 24-hour clock.',
+  });
+  await send('POST', '/v1/memory/facts', {
+    content: 'Never book a flight that leaves before 9 in the morning.',
+    category: 'rule',
+  });
+}
+
 // The memories: past chat, dated evenly over the two years before today, in conversations just
 // short enough never to be summarised. One import call per conversation.
 async function storeMemories(
@@ -396,6 +417,7 @@ try {
   process.stdout.write(`soak: storing ${MEMORIES} memories, then ${TURNS} turns\n`);
   const stored = await storeMemories(fixture, apiKey, lines);
   process.stdout.write(`  stored in ${stored.seconds} s\n`);
+  await setStandingInstructions(fixture, apiKey);
   // Planner statistics as the database's own upkeep would soon have them (autovacuum, or the
   // embedded Postgres' ANALYZE after a minute of use): a soak of a few minutes would otherwise
   // run on the statistics of an empty database.

@@ -1,5 +1,5 @@
 import { ChatResponse } from '@jarvis/contracts';
-import { isTurnRequest, type StackFixture, startStackFixture } from '@jarvis/testkit';
+import { isTurnRequest, type StackFixture, startStackFixture, waitFor } from '@jarvis/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -57,10 +57,24 @@ describe('an orchestrator crash in the middle of a turn', () => {
   });
 
   it('runs two messages sent at once in one conversation one after the other', async () => {
-    const { apiKey } = await fixture.createUser('erin');
+    const { apiKey, user } = await fixture.createUser('erin');
     const first = ChatResponse.parse(
       await (await fixture.chat(apiKey, { message: 'hello' })).json(),
     );
+    // The first turn's episode and extraction ask the utility model after its reply: done (its
+    // extraction recorded) before the hold, which must catch the next turn's request, not theirs.
+    const db = new pg.Client({ connectionString: fixture.stack.databaseUrl });
+    await db.connect();
+    try {
+      await waitFor(
+        async () =>
+          (await db.query('SELECT 1 FROM memory.extractions WHERE user_id = $1', [user.id])).rows
+            .length > 0 || undefined,
+        { what: "the first turn's extraction" },
+      );
+    } finally {
+      await db.end();
+    }
     fixture.fake.reset();
     const hold = fixture.fake.hold();
     const one = fixture.chat(apiKey, { message: 'first question' });

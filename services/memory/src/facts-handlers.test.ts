@@ -150,6 +150,22 @@ describe('memory.facts.remember and memory.facts.get', () => {
     }
     expect(await list(userId, { includeInvalid: true })).toEqual([]);
   });
+
+  it('refuses an end already past, and keeps one ahead', async () => {
+    const userId = randomUUID();
+
+    for (const validTo of [new Date(Date.now() - 60_000).toISOString(), '2000-01-01T00:00:00Z']) {
+      const error = await catchBusError(remember(userId, 'On holiday', { validTo }));
+      expect(error).toMatchObject({
+        code: 'bad_request',
+        message: expect.stringContaining('validTo'),
+      });
+    }
+    expect(await list(userId, { includeInvalid: true })).toEqual([]);
+    const ahead = new Date(Date.now() + 86_400_000).toISOString();
+    const fact = await remember(userId, 'On holiday until tomorrow', { validTo: ahead });
+    expect(Date.parse(fact.validTo ?? '')).toBe(Date.parse(ahead));
+  });
 });
 
 describe('memory.facts.update', () => {

@@ -17,8 +17,9 @@ const PAGE_TIMEOUT_MS = 30_000;
 const WORKSPACE_PAGE_TIMEOUT_MS = 60_000;
 
 // The user's whole memory as JSON Lines, a page at a time, so no export is ever held whole. The
-// header goes out with the first page: a memory service that is down fails the export before
-// anything is sent.
+// header goes out with the first page, and the first page of workspace files is asked for before
+// it: a memory or tools service that is down fails the export before anything is sent, rather
+// than cutting it off after the memory's records.
 export async function* exportMemoryLines(
   bus: Bus,
   userId: string,
@@ -31,6 +32,7 @@ export async function* exportMemoryLines(
     version: EXPORT_VERSION,
     exportedAt: now.toISOString(),
   };
+  const firstWorkspacePage = await workspacePage(bus, userId, undefined);
   let pending = `${JSON.stringify(header)}\n`;
   for (const type of ExportRecordType.options) {
     let after: string | undefined;
@@ -46,7 +48,15 @@ export async function* exportMemoryLines(
       after = page.next;
     } while (after !== undefined);
   }
-  yield* exportWorkspaceLines(bus, userId, uploads);
+  yield* exportWorkspaceLines(bus, userId, uploads, firstWorkspacePage);
+}
+
+function workspacePage(bus: Bus, userId: string, after: string | undefined) {
+  return bus.request(
+    toolsWorkspacesExportPage,
+    { userId, ...(after === undefined ? {} : { after }) },
+    { timeoutMs: WORKSPACE_PAGE_TIMEOUT_MS },
+  );
 }
 
 // The files of the user's workspaces, kept by the tools service, after the memory's records: a
@@ -55,22 +65,19 @@ async function* exportWorkspaceLines(
   bus: Bus,
   userId: string,
   uploads: () => Promise<BlobStore>,
+  firstPage: Awaited<ReturnType<typeof workspacePage>>,
 ): AsyncGenerator<string> {
-  let after: string | undefined;
-  do {
-    const page = await bus.request(
-      toolsWorkspacesExportPage,
-      { userId, ...(after === undefined ? {} : { after }) },
-      { timeoutMs: WORKSPACE_PAGE_TIMEOUT_MS },
-    );
+  let page = firstPage;
+  for (;;) {
     let lines = '';
     for (const file of page.files) {
       const content = 'blob' in file ? await takeBase64(uploads, file.blob) : file.content;
       lines += `${JSON.stringify(exportedWorkspaceFile(file, content))}\n`;
     }
     if (lines.length > 0) yield lines;
-    after = page.next;
-  } while (after !== undefined);
+    if (page.next === undefined) return;
+    page = await workspacePage(bus, userId, page.next);
+  }
 }
 
 function exportedWorkspaceFile(file: WorkspaceExportFile, content: string): ExportedWorkspaceFile {

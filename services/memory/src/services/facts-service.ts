@@ -204,6 +204,11 @@ export async function rememberFact(
   request: RememberRequest,
 ): Promise<MemoryFactsRememberResponse> {
   await requireOwnMessages(pool, request.userId, request.sourceMessageIds);
+  // An end already past would store a fact that never held (and that no export could carry:
+  // a fact ends after it begins).
+  if (request.validTo && Date.parse(request.validTo) <= Date.now()) {
+    throw new BusError('bad_request', 'validTo must be in the future: when the fact stops holding');
+  }
   return withTransaction(pool, async (db) => {
     const stored = await storeFact(db, request.userId, {
       category: request.category,

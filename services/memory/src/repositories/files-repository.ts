@@ -143,32 +143,34 @@ export async function findLiveFile(
 }
 
 // Holds the row until the transaction ends, so concurrent changes to one file take turns.
-export async function lockLiveFile(
+export function lockLiveFile(
   db: PoolClient,
   userId: string,
   path: string,
 ): Promise<StoredFile | undefined> {
-  const { rows } = await db.query<FileRow>(
-    `SELECT ${FILE_COLUMNS} FROM memory.files
-     WHERE user_id = $1 AND path = $2 AND deleted_at IS NULL
-     FOR UPDATE`,
-    [userId, path],
-  );
-  const row = rows[0];
-  return row ? toStoredFile(row) : undefined;
+  return lockLiveFileWhere(db, userId, 'path', path);
 }
 
 // lockLiveFile by the file's id (a search result names a file by it).
-export async function lockLiveFileById(
+export function lockLiveFileById(
   db: PoolClient,
   userId: string,
   id: string,
 ): Promise<StoredFile | undefined> {
+  return lockLiveFileWhere(db, userId, 'id', id);
+}
+
+async function lockLiveFileWhere(
+  db: PoolClient,
+  userId: string,
+  column: 'path' | 'id',
+  value: string,
+): Promise<StoredFile | undefined> {
   const { rows } = await db.query<FileRow>(
     `SELECT ${FILE_COLUMNS} FROM memory.files
-     WHERE user_id = $1 AND id = $2 AND deleted_at IS NULL
+     WHERE user_id = $1 AND ${column} = $2 AND deleted_at IS NULL
      FOR UPDATE`,
-    [userId, id],
+    [userId, value],
   );
   const row = rows[0];
   return row ? toStoredFile(row) : undefined;

@@ -4,7 +4,8 @@
 
 export type DateRange = { from: Date; to: Date };
 
-const MONTHS = [
+// Lower case, January first: a name's index is its month.
+export const MONTHS = [
   'january',
   'february',
   'march',

@@ -24,7 +24,7 @@ import { summarySource } from '../repositories/summaries-repository';
 import { loadQueryTerms } from '../repositories/term-stats-repository';
 import type { DenseIndex } from './dense-index';
 import { indexUserMessagesNow } from './index-messages';
-import { parseDateRange } from './query-dates';
+import { MONTHS, parseDateRange } from './query-dates';
 
 type SearchRequest = z.output<typeof MemorySearchRequest> & {
   // For lookups by likeness ("facts like this message"): "I moved last month" is about a move,
@@ -351,26 +351,12 @@ function orderByWeight(
     .sort((a, b) => b.score - a.score);
 }
 
-const MONTH_NAMES = [
-  'january',
-  'february',
-  'march',
-  'april',
-  'may',
-  'june',
-  'july',
-  'august',
-  'september',
-  'october',
-  'november',
-  'december',
-];
 const DAY_FIRST = new RegExp(
-  `\\b(\\d{1,2})(?:st|nd|rd|th)?\\s+(${MONTH_NAMES.join('|')}),?\\s+(\\d{4})\\b`,
+  `\\b(\\d{1,2})(?:st|nd|rd|th)?\\s+(${MONTHS.join('|')}),?\\s+(\\d{4})\\b`,
   'i',
 );
 const MONTH_FIRST = new RegExp(
-  `\\b(${MONTH_NAMES.join('|')})\\s+(\\d{1,2})(?:st|nd|rd|th)?,?\\s+(\\d{4})\\b`,
+  `\\b(${MONTHS.join('|')})\\s+(\\d{1,2})(?:st|nd|rd|th)?,?\\s+(\\d{4})\\b`,
   'i',
 );
 const DAY_MS = 86_400_000;
@@ -384,7 +370,7 @@ function parseNamedDay(query: string): { from: Date; to: Date } | undefined {
     ? [dayFirst[1], dayFirst[2], dayFirst[3]]
     : [monthFirst?.[2], monthFirst?.[1], monthFirst?.[3]];
   if (!day || !month || !year) return undefined;
-  const start = Date.UTC(Number(year), MONTH_NAMES.indexOf(month.toLowerCase()), Number(day));
+  const start = Date.UTC(Number(year), MONTHS.indexOf(month.toLowerCase()), Number(day));
   return { from: new Date(start - DAY_MS), to: new Date(start + 2 * DAY_MS) };
 }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Id, MESSAGE_MAX_CHARS, Timestamp, TimeZone, Usage } from './common';
 import { defineEvent, defineRpc } from './define';
 import { ErrorInfo } from './errors';
+import { SkillName } from './memory-skills';
 
 // Missions: an objective worked on in the background as a plan of tasks. Each task runs as its
 // own run (a sub-run, in parallel where the plan allows) with a brief of its own; a report of
@@ -51,6 +52,9 @@ export const MissionTaskPlan = z.strictObject({
     .default([]),
   // The tools this task may use (default: every tool that needs no approval).
   tools: z.array(ToolName).max(50).optional(),
+  // The skills (names from the user's skills index) this task may load with skill_load; a task
+  // sees no skill it is not given (default: none).
+  skills: z.array(SkillName).max(20).optional(),
 });
 export type MissionTaskPlan = z.input<typeof MissionTaskPlan>;
 
@@ -92,6 +96,7 @@ export const MissionTask = z.object({
   brief: z.string(),
   dependsOn: z.array(z.number().int()),
   tools: z.array(z.string()).nullable(),
+  skills: z.array(z.string()),
   status: MissionTaskStatus,
   // The task's own run: its steps are at GET /v1/runs/{runId}.
   runId: Id.nullable(),
@@ -142,6 +147,8 @@ export type MissionQuestion = z.infer<typeof MissionQuestion>;
 export const MissionDetail = Mission.extend({
   tasks: z.array(MissionTask),
   question: MissionQuestion.nullable(),
+  // Every question waiting for an answer, longest waiting first (tasks in parallel may each ask).
+  questions: z.array(MissionQuestion),
 });
 export type MissionDetail = z.infer<typeof MissionDetail>;
 
@@ -201,10 +208,12 @@ export const orchestratorMissionsCancel = defineRpc(
   MissionResponse,
 );
 
-// orchestrator.missions.answer: answers the question of the mission longest waiting, and its
-// task goes on with the answer. Without a question waiting it answers `conflict`.
+// orchestrator.missions.answer: answers one waiting question of the mission (by default the one
+// longest waiting), and its task goes on with the answer. Without that question waiting it
+// answers `conflict`.
 export const MissionAnswerFields = z.strictObject({
   text: z.string().trim().min(1, 'the answer must not be empty').max(MESSAGE_MAX_CHARS),
+  questionId: Id.optional(),
 });
 export const MissionsAnswerRequest = MissionAnswerFields.extend({ userId: Id, id: Id });
 export type MissionsAnswerRequest = z.input<typeof MissionsAnswerRequest>;

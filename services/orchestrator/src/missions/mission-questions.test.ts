@@ -159,28 +159,20 @@ async function waitForEnd(userId: string, id: string): Promise<MissionDetail> {
   );
 }
 
-// A chat message through a real turn, with the hook main.ts gives the turn worker.
-async function chat(userId: string, conversationId: string, message: string) {
-  const request = TurnSubmitRequest.parse({
-    userId,
-    conversationId,
-    turnId: randomUUID(),
-    message,
-  });
-  const deps = {
-    ...turns.deps,
-    answerPendingQuestion: (run: { userId: string; conversationId: string }, text: string) =>
-      answerPendingQuestion(missions, run, text),
-  };
+// The hook main.ts gives the turn worker.
+const answering = (run: { userId: string; conversationId: string; turnId: string }, text: string) =>
+  answerPendingQuestion(missions, run, text);
+
+// Runs a turn and answers the event it ended with.
+async function followTurn(turnId: string, run: () => Promise<unknown>) {
   const events: TurnEvent[] = [];
   const subscription = turns.fixture.client.subscribe(
-    turnEventSubject(request.turnId),
+    turnEventSubject(turnId),
     TurnEventSchema,
     (event) => events.push(event),
   );
   await turns.fixture.client.nc.flush();
-  const submitted = await submitTurn(deps, request);
-  await runTurn(deps, { ...submitted, userId, message }, 1);
+  await run();
   const done = await waitFor(
     () => events.find((event) => event.type === 'done' || event.type === 'failed'),
     { what: 'the turn to end' },
@@ -188,6 +180,61 @@ async function chat(userId: string, conversationId: string, message: string) {
   subscription.unsubscribe();
   return done;
 }
+
+// A chat message through a real turn.
+async function chat(userId: string, conversationId: string, message: string) {
+  const request = TurnSubmitRequest.parse({
+    userId,
+    conversationId,
+    turnId: randomUUID(),
+    message,
+  });
+  const deps = { ...turns.deps, answerPendingQuestion: answering };
+  return followTurn(request.turnId, async () => {
+    const submitted = await submitTurn(deps, request);
+    await runTurn(deps, { ...submitted, userId, message }, 1);
+  });
+}
+
+// Two tasks side by side, each asking its own question.
+const TWO_TASKS = [
+  { title: 'Book the hotel', brief: 'Find a hotel in Bergen.', question: 'Which hotel?' },
+  { title: 'Book the train', brief: 'Find a train to Bergen.', question: 'Which train?' },
+];
+
+function twoTaskModel(request: FakeLlmRequest): FakeReply {
+  const messages = sentMessages(request);
+  const system = messages[0]?.content ?? '';
+  const task = TWO_TASKS.find((one) => system.includes(`: ${one.title}\n`));
+  if (!system.includes('one task of a mission') || !task) return missionModel(request);
+  const answer = messages.find((message) => message.role === 'tool');
+  if (!answer) {
+    return {
+      toolCalls: [{ id: 'call-ask', name: 'ask_user', arguments: { question: task.question } }],
+    };
+  }
+  return { content: `${task.title}: ${answer.content}` };
+}
+
+async function startTwoTasks(userId: string): Promise<MissionDetail> {
+  const { mission } = await turns.fixture.client.request(orchestratorMissionsCreate, {
+    userId,
+    objective: 'Book the trip to Bergen',
+    tasks: TWO_TASKS.map(({ title, brief }) => ({ title, brief })),
+  });
+  return waitFor(
+    async () => {
+      const waiting = await getMission(userId, mission.id);
+      return waiting.questions.length === 2 ? waiting : undefined;
+    },
+    { timeoutMs: 20_000, what: 'both tasks to ask' },
+  );
+}
+
+const noteFor = (mission: MissionDetail, taskId: string | undefined) => {
+  const task = mission.tasks.find((one) => one.id === taskId);
+  return `I passed your answer on to task ${task?.number} “${task?.title}” of the mission “${mission.objective}”.`;
+};
 
 describe("a mission task's question", { timeout: 60_000 }, () => {
   it('waits for the answer given in the chat, then the mission goes on and reports', async () => {
@@ -237,13 +284,19 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
     });
     const posted = messages.find((message) => message.id === asked.question.messageId);
     expect(posted?.role).toBe('assistant');
-    expect(posted?.content).toContain(QUESTION);
+    expect(posted?.content).toBe(
+      `Task 1 “Choose the transport” of the mission “Plan the trip to Bergen” asks:\n${QUESTION}\n\nYour next message here is taken as the answer.`,
+    );
+    expect(waiting.questions).toEqual([waiting.question]);
 
     const done = await chat(userId, started.conversationId, 'The train, please.');
 
     expect(done).toMatchObject({
       type: 'done',
-      reply: { content: 'I passed your answer on to the mission “Plan the trip to Bergen”.' },
+      reply: {
+        content:
+          'I passed your answer on to task 1 “Choose the transport” of the mission “Plan the trip to Bergen”.',
+      },
     });
     const ended = await waitForEnd(userId, started.id);
     await reader.stop();
@@ -298,6 +351,7 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
     });
 
     expect(mission.question).toBeNull();
+    expect(mission.questions).toEqual([]);
     const ended = await waitForEnd(userId, started.id);
     expect(ended.tasks[0]?.result).toBe('Travel decided from {"answer":"Plane."}');
     await expect(
@@ -337,7 +391,7 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
     expect(
       await answerPendingQuestion(
         missions,
-        { userId, conversationId: started.conversationId },
+        { userId, conversationId: started.conversationId, turnId: randomUUID() },
         'Too late.',
       ),
     ).toBeUndefined();
@@ -353,5 +407,133 @@ describe("a mission task's question", { timeout: 60_000 }, () => {
     expect(ended.status).toBe('completed');
     expect(ended.tasks[0]?.result).toContain('Write refused: {"error":"The user denied this call.');
     expect(guardedCalls).toEqual([]);
+  });
+
+  it('lists every waiting question, and answers each by its id', async () => {
+    turns.fake.onChat(twoTaskModel);
+    const userId = randomUUID();
+    const waiting = await startTwoTasks(userId);
+    const [first, second] = waiting.questions;
+    if (!first || !second) throw new Error('two questions expected');
+
+    expect(waiting.question).toEqual(first);
+    expect(first.askedAt <= second.askedAt).toBe(true);
+    expect(new Set(waiting.questions.map((question) => question.text))).toEqual(
+      new Set(TWO_TASKS.map((task) => task.question)),
+    );
+    // The later question says that a chat message answers the earlier one first.
+    const { messages } = await turns.fixture.client.request(memoryMessagesList, {
+      userId,
+      conversationId: waiting.conversationId,
+    });
+    const secondTask = waiting.tasks.find((task) => task.id === second.taskId);
+    expect(
+      messages.find((message) => message.content.includes(`\n${second.text}\n`))?.content,
+    ).toBe(
+      `Task ${secondTask?.number} “${secondTask?.title}” of the mission “Book the trip to Bergen” asks:\n${second.text}\n\nAn earlier question waits: your next message here answers that one first (or answer this one on the mission’s page).`,
+    );
+
+    // The later one, by its id: the earlier one still waits.
+    const { mission } = await turns.fixture.client.request(orchestratorMissionsAnswer, {
+      userId,
+      id: waiting.id,
+      text: 'The Grand.',
+      questionId: second.id,
+    });
+    expect(mission.questions).toEqual([first]);
+    expect(mission.question).toEqual(first);
+    // Answered already: a conflict; a question of another mission, or none: not found.
+    await expect(
+      turns.fixture.client.request(orchestratorMissionsAnswer, {
+        userId,
+        id: waiting.id,
+        text: 'Again.',
+        questionId: second.id,
+      }),
+    ).rejects.toMatchObject({ code: 'conflict' });
+    const other = await startMission(userId, 'Plan the trip to Oslo');
+    const otherQuestion = (await waitForQuestion(userId, other.id)).question;
+    await expect(
+      turns.fixture.client.request(orchestratorMissionsAnswer, {
+        userId,
+        id: waiting.id,
+        text: 'Wrong mission.',
+        questionId: otherQuestion?.id,
+      }),
+    ).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      turns.fixture.client.request(orchestratorMissionsAnswer, {
+        userId,
+        id: waiting.id,
+        text: 'Nothing.',
+        questionId: randomUUID(),
+      }),
+    ).rejects.toMatchObject({ code: 'not_found' });
+    await turns.fixture.client.request(orchestratorMissionsCancel, { userId, id: other.id });
+
+    // A chat message answers the one left, and says which task it went to.
+    const done = await chat(userId, waiting.conversationId, 'The 8:15.');
+    expect(done).toMatchObject({
+      type: 'done',
+      reply: { content: noteFor(waiting, first.taskId) },
+    });
+
+    const ended = await waitForEnd(userId, waiting.id);
+    const resultOf = (taskId: string) => ended.tasks.find((task) => task.id === taskId)?.result;
+    expect(resultOf(second.taskId)).toBe(`${secondTask?.title}: {"answer":"The Grand."}`);
+    const firstTask = waiting.tasks.find((task) => task.id === first.taskId);
+    expect(resultOf(first.taskId)).toBe(`${firstTask?.title}: {"answer":"The 8:15."}`);
+    expect(ended.questions).toEqual([]);
+  });
+
+  it('takes a message as one answer, however often its turn runs', async () => {
+    turns.fake.onChat(twoTaskModel);
+    const userId = randomUUID();
+    const waiting = await startTwoTasks(userId);
+    const [first, second] = waiting.questions;
+    const message = 'Tuesday.';
+    const request = TurnSubmitRequest.parse({
+      userId,
+      conversationId: waiting.conversationId,
+      turnId: randomUUID(),
+      message,
+    });
+    const submitted = await submitTurn(turns.deps, request);
+    const turn = { ...submitted, userId, message };
+    // The first attempt answers, and its process dies before the reply is stored.
+    const crashing = {
+      ...turns.deps,
+      answerPendingQuestion: async (
+        run: { userId: string; conversationId: string; turnId: string },
+        text: string,
+      ) => {
+        await answering(run, text);
+        throw new Error('the process died');
+      },
+    };
+    expect(await runTurn(crashing, turn, 1)).toMatchObject({ type: 'retry' });
+    expect((await getMission(userId, waiting.id)).questions).toEqual([second]);
+
+    // Redelivered, the same turn runs again: it replies for the question it answered, and the
+    // other question still waits.
+    const done = await followTurn(request.turnId, () =>
+      runTurn({ ...turns.deps, answerPendingQuestion: answering }, turn, 2),
+    );
+
+    expect(done).toMatchObject({
+      type: 'done',
+      reply: { content: noteFor(waiting, first?.taskId) },
+    });
+    expect((await getMission(userId, waiting.id)).questions).toEqual([second]);
+    const { rows } = await turns.fixture.db.pool.query(
+      `SELECT id, status, answer, answered_by_turn FROM orchestrator.mission_questions
+       WHERE mission_id = $1 ORDER BY created_at, id`,
+      [waiting.id],
+    );
+    expect(rows).toEqual([
+      { id: first?.id, status: 'answered', answer: message, answered_by_turn: request.turnId },
+      { id: second?.id, status: 'pending', answer: null, answered_by_turn: null },
+    ]);
+    await turns.fixture.client.request(orchestratorMissionsCancel, { userId, id: waiting.id });
   });
 });

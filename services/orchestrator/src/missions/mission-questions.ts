@@ -7,12 +7,16 @@ import {
   answerQuestion,
   expireDueQuestions,
   findPendingQuestion,
+  findQuestion,
+  findQuestionAnsweredBy,
   insertQuestion,
+  listPendingQuestions,
   type StoredQuestion,
   setQuestionMessage,
 } from '../repositories/mission-questions-repository';
 import {
   findMission,
+  listTasks,
   type StoredMission,
   type StoredTask,
   setTaskStatus,
@@ -30,8 +34,8 @@ import { getMission, type MissionDeps, queueWork } from './mission-service';
 
 const ASK_USER = 'ask_user';
 const QUESTION_MAX_CHARS = 2_000;
-// Characters of the objective a chat reply names the mission by.
-const OBJECTIVE_SHOWN_CHARS = 120;
+// Characters of the objective (or task title) the conversation names a mission (or task) by.
+const SHOWN_CHARS = 120;
 
 const Args = z.strictObject({ question: z.string().trim().min(1).max(QUESTION_MAX_CHARS) });
 
@@ -98,17 +102,35 @@ function questionOf(args: Record<string, unknown>): string {
 
 // Posts the question in the mission's conversation and publishes it to the user's events. Both
 // are keyed by the question, so telling it again (a redelivered task that finds it waiting)
-// posts and notifies once.
+// posts and notifies once. The post names the task that asks, and says when an earlier question
+// of the conversation waits: a chat message answers the one waiting longest.
 export async function tellQuestion(
   deps: MissionDeps,
   mission: StoredMission,
   question: StoredQuestion,
 ): Promise<void> {
+  const [tasks, waiting] = await Promise.all([
+    listTasks(deps.pool, mission.userId, mission.id),
+    listPendingQuestions(deps.pool, {
+      userId: mission.userId,
+      conversationId: mission.conversationId,
+    }),
+  ]);
+  const task = tasks.find((candidate) => candidate.id === question.taskId);
+  const asker = task
+    ? `Task ${task.number} “${shorten(task.title)}” of the mission`
+    : 'The mission';
+  const isEarlierWaiting = waiting.some(
+    (other) => other.id !== question.id && other.createdAt <= question.createdAt,
+  );
+  const howToAnswer = isEarlierWaiting
+    ? 'An earlier question waits: your next message here answers that one first (or answer this one on the mission’s page).'
+    : 'Your next message here is taken as the answer.';
   const { message } = await deps.bus.request(memoryAppend, {
     userId: mission.userId,
     conversationId: mission.conversationId,
     role: 'assistant',
-    content: `A question from the mission "${mission.objective}":\n${question.text}\n\nYour next message here is taken as the answer.`,
+    content: `${asker} “${shorten(mission.objective)}” asks:\n${question.text}\n\n${howToAnswer}`,
     idempotencyKey: `mission-question:${question.id}`,
     metadata: { missionId: mission.id, questionId: question.id },
   });
@@ -132,19 +154,32 @@ export async function tellQuestion(
   });
 }
 
-// POST /v1/missions/{id}/answer: answers the mission's question longest waiting.
+// POST /v1/missions/{id}/answer: answers the question named, or the mission's question longest
+// waiting.
 export async function answerMission(
   deps: MissionDeps,
-  userId: string,
-  missionId: string,
-  text: string,
+  request: { userId: string; id: string; text: string; questionId?: string },
 ): Promise<MissionDetail> {
+  const { userId, id: missionId, text, questionId } = request;
   const mission = await findMission(deps.pool, userId, missionId);
   if (!mission) throw new BusError('not_found', 'mission not found');
-  const pending = await findPendingQuestion(deps.pool, { userId, missionId });
-  const answered = pending && (await answerQuestion(deps.pool, pending.id, text));
+  const scope = { userId, missionId };
+  const question =
+    questionId === undefined
+      ? await findPendingQuestion(deps.pool, scope)
+      : await findQuestion(deps.pool, scope, questionId);
+  if (questionId !== undefined && !question) {
+    throw new BusError('not_found', 'the mission has no such question');
+  }
+  const answered =
+    question?.status === 'pending' && (await answerQuestion(deps.pool, question.id, text));
   if (!answered) {
-    throw new BusError('conflict', 'the mission has no question waiting for an answer');
+    throw new BusError(
+      'conflict',
+      questionId === undefined
+        ? 'the mission has no question waiting for an answer'
+        : 'the question no longer waits for an answer (answered, expired or cancelled)',
+    );
   }
   await goOn(deps, answered);
   return getMission(deps.pool, userId, missionId);
@@ -153,25 +188,43 @@ export async function answerMission(
 // A chat message in a conversation where a mission's question waits is its answer: the
 // conversation's oldest question takes it, and the turn replies with this note instead of a
 // model's answer. Undefined when no question waits there (the turn goes on as usual).
+// Once per turn: a turn run again finds the question its message answered, and neither answers
+// another with it nor answers twice; its task is queued again, which is harmless if it was.
 export async function answerPendingQuestion(
   deps: MissionDeps,
-  run: { userId: string; conversationId: string },
+  run: { userId: string; conversationId: string; turnId: string },
   text: string,
 ): Promise<string | undefined> {
-  const pending = await findPendingQuestion(deps.pool, {
+  const answered =
+    (await findQuestionAnsweredBy(deps.pool, run.userId, run.turnId)) ??
+    (await answerOldestQuestion(deps, run, text));
+  if (!answered) return undefined;
+  await goOn(deps, answered);
+  const [mission, tasks] = await Promise.all([
+    findMission(deps.pool, run.userId, answered.missionId),
+    listTasks(deps.pool, run.userId, answered.missionId),
+  ]);
+  const task = tasks.find((candidate) => candidate.id === answered.taskId);
+  const objective = shorten(mission?.objective ?? 'the mission');
+  return task
+    ? `I passed your answer on to task ${task.number} “${shorten(task.title)}” of the mission “${objective}”.`
+    : `I passed your answer on to the mission “${objective}”.`;
+}
+
+async function answerOldestQuestion(
+  deps: MissionDeps,
+  run: { userId: string; conversationId: string; turnId: string },
+  text: string,
+): Promise<StoredQuestion | undefined> {
+  const oldest = await findPendingQuestion(deps.pool, {
     userId: run.userId,
     conversationId: run.conversationId,
   });
-  const answered = pending && (await answerQuestion(deps.pool, pending.id, text));
-  if (!answered) return undefined;
-  await goOn(deps, answered);
-  const mission = await findMission(deps.pool, run.userId, answered.missionId);
-  const objective = mission?.objective ?? 'the mission';
-  const shown =
-    objective.length <= OBJECTIVE_SHOWN_CHARS
-      ? objective
-      : `${objective.slice(0, OBJECTIVE_SHOWN_CHARS - 1)}…`;
-  return `I passed your answer on to the mission “${shown}”.`;
+  return oldest && answerQuestion(deps.pool, oldest.id, text, run.turnId);
+}
+
+function shorten(text: string): string {
+  return text.length <= SHOWN_CHARS ? text : `${text.slice(0, SHOWN_CHARS - 1)}…`;
 }
 
 // The task was queued again with its question closed (repository): its work goes out under a

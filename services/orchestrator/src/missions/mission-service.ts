@@ -14,7 +14,7 @@ import { v5 as uuidv5 } from 'uuid';
 import type { z } from 'zod';
 import {
   cancelQuestions,
-  findPendingQuestion,
+  listPendingQuestions,
   publicQuestion,
 } from '../repositories/mission-questions-repository';
 import {
@@ -224,15 +224,17 @@ export function withIds(tasks: readonly MissionTaskPlan[]) {
 export async function getMission(pool: Pool, userId: string, id: string): Promise<MissionDetail> {
   const mission = await findMission(pool, userId, id);
   if (!mission) throw new BusError('not_found', 'mission not found');
-  const [tasks, question] = await Promise.all([
+  const [tasks, pending] = await Promise.all([
     listTasks(pool, userId, id),
-    findPendingQuestion(pool, { userId, missionId: id }),
+    listPendingQuestions(pool, { userId, missionId: id }),
   ]);
   const { userId: _user, timeZone: _zone, ...shown } = mission;
+  const questions = pending.map(publicQuestion);
   return {
     ...shown,
     tasks: tasks.map(({ missionId: _mission, userId: _owner, ...task }) => task),
-    question: question ? publicQuestion(question) : null,
+    question: questions[0] ?? null,
+    questions,
   };
 }
 

@@ -46,7 +46,7 @@ export function registerMissionHandlers(deps: MissionDeps) {
       mission: await cancelMission(deps, request.userId, request.id),
     })),
     bus.serve(orchestratorMissionsAnswer, async (request) => ({
-      mission: await answerMission(deps, request.userId, request.id, request.text),
+      mission: await answerMission(deps, request),
     })),
   ];
 }

@@ -19,6 +19,7 @@ type QuestionRow = {
   status: QuestionStatus;
   answer: string | null;
   message_id: string | null;
+  answered_by_turn: string | null;
   expires_at: Date;
   created_at: Date;
 };
@@ -37,6 +38,8 @@ export type StoredQuestion = {
   status: QuestionStatus;
   answer: string | null;
   messageId: string | null;
+  // The chat turn whose message answered it; null when answered through the API.
+  answeredByTurn: string | null;
   expiresAt: Date;
   createdAt: Date;
 };
@@ -55,6 +58,7 @@ function toQuestion(row: QuestionRow): StoredQuestion {
     status: row.status,
     answer: row.answer,
     messageId: row.message_id,
+    answeredByTurn: row.answered_by_turn,
     expiresAt: row.expires_at,
     createdAt: row.created_at,
   };
@@ -72,7 +76,7 @@ export function publicQuestion(question: StoredQuestion): MissionQuestion {
 
 type NewQuestion = Omit<
   StoredQuestion,
-  'status' | 'answer' | 'messageId' | 'expiresAt' | 'createdAt'
+  'status' | 'answer' | 'messageId' | 'answeredByTurn' | 'expiresAt' | 'createdAt'
 > & { ttlMs: number };
 
 export async function insertQuestion(
@@ -128,11 +132,15 @@ export async function findLatestQuestion(
   return rows[0] ? toQuestion(rows[0]) : undefined;
 }
 
-// The pending question a mission (or, without one, a conversation) has waited on longest.
-export async function findPendingQuestion(
+type PendingScope = { userId: string } & ({ missionId: string } | { conversationId: string });
+
+// The pending questions of a mission (or, without one, of a conversation), longest waiting
+// first.
+export async function listPendingQuestions(
   db: Queryable,
-  scope: { userId: string } & ({ missionId: string } | { conversationId: string }),
-): Promise<StoredQuestion | undefined> {
+  scope: PendingScope,
+  limit = 100,
+): Promise<StoredQuestion[]> {
   const [column, value] =
     'missionId' in scope
       ? ['mission_id', scope.missionId]
@@ -140,24 +148,62 @@ export async function findPendingQuestion(
   const { rows } = await db.query<QuestionRow>(
     `SELECT * FROM orchestrator.mission_questions
      WHERE user_id = $1 AND ${column} = $2 AND status = 'pending'
-     ORDER BY created_at, id LIMIT 1`,
-    [scope.userId, value],
+     ORDER BY created_at, id LIMIT $3`,
+    [scope.userId, value, limit],
+  );
+  return rows.map(toQuestion);
+}
+
+// The pending question a mission (or a conversation) has waited on longest.
+export async function findPendingQuestion(
+  db: Queryable,
+  scope: PendingScope,
+): Promise<StoredQuestion | undefined> {
+  const [oldest] = await listPendingQuestions(db, scope, 1);
+  return oldest;
+}
+
+// One question of the user's mission, in whatever status.
+export async function findQuestion(
+  db: Queryable,
+  scope: { userId: string; missionId: string },
+  id: string,
+): Promise<StoredQuestion | undefined> {
+  const { rows } = await db.query<QuestionRow>(
+    `SELECT * FROM orchestrator.mission_questions
+     WHERE id = $1 AND user_id = $2 AND mission_id = $3`,
+    [id, scope.userId, scope.missionId],
+  );
+  return rows[0] ? toQuestion(rows[0]) : undefined;
+}
+
+// The question the user's chat turn answered, if it did.
+export async function findQuestionAnsweredBy(
+  db: Queryable,
+  userId: string,
+  turnId: string,
+): Promise<StoredQuestion | undefined> {
+  const { rows } = await db.query<QuestionRow>(
+    `SELECT * FROM orchestrator.mission_questions
+     WHERE answered_by_turn = $1 AND user_id = $2`,
+    [turnId, userId],
   );
   return rows[0] ? toQuestion(rows[0]) : undefined;
 }
 
 // Answers a pending question and queues its task again, together: a task is never left waiting
 // on an answered question, nor queued on a pending one. Undefined when it was no longer pending
-// (answered, expired or cancelled meanwhile).
+// (answered, expired or cancelled meanwhile). `turnId`: the chat turn whose message this is.
 export async function answerQuestion(
   db: Queryable,
   id: string,
   answer: string,
+  turnId: string | null = null,
 ): Promise<StoredQuestion | undefined> {
   const { rows } = await db.query<QuestionRow>(
     `WITH answered AS (
        UPDATE orchestrator.mission_questions
-       SET status = 'answered', answer = $2, closed_at = now()
+       SET status = 'answered', answer = $2, answered_by_turn = $3, closed_at = now()
        WHERE id = $1 AND status = 'pending'
        RETURNING *
      ), requeued AS (
@@ -165,7 +211,7 @@ export async function answerQuestion(
        FROM answered WHERE t.id = answered.task_id AND t.status = 'waiting'
      )
      SELECT * FROM answered`,
-    [id, answer],
+    [id, answer, turnId],
   );
   return rows[0] ? toQuestion(rows[0]) : undefined;
 }

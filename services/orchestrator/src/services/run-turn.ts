@@ -84,9 +84,10 @@ export type TurnDeps = {
   metrics?: AgentMetrics;
   // Takes a message as the answer to a mission's question waiting in its conversation, and
   // answers the note the turn replies with instead of a model's answer; undefined when no
-  // question waits there (missions/mission-questions.ts).
+  // question waits there (missions/mission-questions.ts). Once per turn: a turn run again gets
+  // the same note, and its message answers no second question.
   answerPendingQuestion?: (
-    run: { userId: string; conversationId: string },
+    run: { userId: string; conversationId: string; turnId: string },
     text: string,
   ) => Promise<string | undefined>;
 };

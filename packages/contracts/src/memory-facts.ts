@@ -138,8 +138,10 @@ export const memoryFactsGet = defineRpc(
 
 // memory.facts.remember: stores a fact at once ("remember that ..."). An open fact that says
 // the same (the same words, or nearly: see isDuplicate) is answered instead of a new one, its
-// importance raised to the higher of the two. A rule that would take the standing instructions
-// past INSTRUCTIONS_TOKEN_CAP answers bad_request.
+// importance raised to the higher of the two; when this one has a later end (validTo) than the
+// open one, or the open one has none, the open one is closed and a new version with that end
+// answered. A rule that would take the standing instructions past INSTRUCTIONS_TOKEN_CAP answers
+// bad_request.
 export const MemoryFactsRememberRequest = z.object({
   userId: Id,
   ...rememberFields,
@@ -150,7 +152,8 @@ export const MemoryFactsRememberRequest = z.object({
 export type MemoryFactsRememberRequest = z.input<typeof MemoryFactsRememberRequest>;
 export const MemoryFactsRememberResponse = z.object({
   fact: Fact,
-  // The fact was already known: `fact` is the open one that says it, no new row was stored.
+  // The fact was already known: `fact` is the open one that says it (its new version, when
+  // this request gave it a later end; otherwise no new row was stored).
   isDuplicate: z.boolean(),
 });
 export type MemoryFactsRememberResponse = z.infer<typeof MemoryFactsRememberResponse>;

@@ -6,6 +6,7 @@ import {
   memoryAppend,
   memoryExtractionsList,
   memoryExtractionsUndo,
+  memoryFactsGet,
   memoryFactsList,
   memoryFactsRemember,
 } from '@jarvis/contracts';
@@ -169,6 +170,111 @@ describe('one fact, stored once', () => {
     expect((await remember('i like to fly with lufthansa', 'rule')).isDuplicate).toBe(true);
     expect(await listFacts(userId)).toHaveLength(5);
   });
+
+  it('gives a known fact the later end a repeat brings, as a new version', async () => {
+    const userId = randomUUID();
+    const turnId = randomUUID();
+    const inDays = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+    const remember = (validTo?: string) =>
+      memory.clientBus.request(memoryFactsRemember, {
+        userId,
+        content: 'The gate code is 4711',
+        validTo,
+        turnId,
+      });
+
+    const first = await remember(inDays(2));
+    const earlier = await remember(inDays(1));
+    expect(earlier).toMatchObject({
+      isDuplicate: true,
+      fact: { id: first.fact.id, validTo: first.fact.validTo },
+    });
+    const laterEnd = inDays(5);
+    const later = await remember(laterEnd);
+    expect(later).toMatchObject({ isDuplicate: true, fact: { validTo: laterEnd } });
+    expect(later.fact.id).not.toBe(first.fact.id);
+    // Told without an end: nothing said about when it stops, so the end stands.
+    const endless = await remember();
+    expect(endless).toMatchObject({ isDuplicate: true, fact: { id: later.fact.id } });
+
+    expect(await listFacts(userId)).toMatchObject([{ id: later.fact.id, validTo: laterEnd }]);
+    const { history } = await memory.clientBus.request(memoryFactsGet, {
+      userId,
+      id: later.fact.id,
+    });
+    expect(history).toMatchObject([{ id: first.fact.id, supersededBy: later.fact.id }]);
+    const { extractions } = await memory.clientBus.request(memoryExtractionsList, { userId });
+    expect(extractions.map((extraction) => extraction.changes[0]?.op)).toEqual([
+      'noop',
+      'update',
+      'noop',
+      'add',
+    ]);
+    expect(extractions[1]?.changes[0]?.factId).toBe(later.fact.id);
+  });
+
+  it(
+    'records a repeat extraction reads with an end as an update, undone to the endless fact',
+    { timeout: 60_000 },
+    async () => {
+      const userId = randomUUID();
+      const known = await memory.clientBus.request(memoryFactsRemember, {
+        userId,
+        content: 'The user is in Lisbon for work',
+      });
+      const end = new Date(Date.now() + 3 * 86_400_000).toISOString();
+      gateway.fake.onChat(() => ({
+        content: JSON.stringify({
+          operations: [
+            {
+              op: 'add',
+              content: 'the user is in Lisbon for work.',
+              category: 'fact',
+              importance: 5,
+              validTo: end,
+            },
+          ],
+        }),
+      }));
+      const said = await append(userId, 'user', "I'm in Lisbon for work until Friday.");
+      const reply = await append(userId, 'assistant', 'Enjoy Lisbon.', said.conversationId);
+      await publishWork(
+        memory.clientBus,
+        extractionRequested,
+        {
+          userId,
+          conversationId: said.conversationId,
+          runId: randomUUID(),
+          turnId: randomUUID(),
+          userMessageId: said.id,
+          replyMessageId: reply.id,
+          recalledIds: [],
+        },
+        randomUUID(),
+      );
+      const [ended] = await waitFor(
+        async () => {
+          const facts = await listFacts(userId);
+          return facts[0]?.validTo ? facts : undefined;
+        },
+        { what: 'the known fact with its end', timeoutMs: 30_000 },
+      );
+      expect(ended).toMatchObject({ content: known.fact.content, validTo: end });
+      expect(ended?.id).not.toBe(known.fact.id);
+
+      const { extractions } = await memory.clientBus.request(memoryExtractionsList, { userId });
+      expect(extractions.map((extraction) => extraction.changes)).toEqual([
+        [{ op: 'update', factId: ended?.id, text: known.fact.content }],
+      ]);
+      await memory.clientBus.request(memoryExtractionsUndo, {
+        userId,
+        id: extractions[0]?.id ?? '',
+      });
+      expect(await listFacts(userId)).toMatchObject([
+        { content: known.fact.content, validTo: null },
+      ]);
+    },
+  );
 
   it("records what the remember tool stored as the turn's, a repeat as noop, undoable", async () => {
     const userId = randomUUID();

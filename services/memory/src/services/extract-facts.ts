@@ -26,7 +26,7 @@ import { findMessageTexts, type MessageText } from '../repositories/messages-rep
 import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { readTerms } from '../repositories/terms-repository';
-import type { AppliedOperation } from './extractions-service';
+import { type AppliedOperation, operationOfStored } from './extractions-service';
 import { normaliseFactText } from './fact-text';
 import { invalidateFact, isOpen, storeFact, storeFactVersion } from './facts-service';
 import type { ExtractionOutcome } from './memory-metrics';
@@ -428,18 +428,24 @@ async function addFact(
   operation: Extract<FactOperation, { op: 'add' }>,
 ): Promise<AppliedOperation> {
   const text = normaliseFactText(operation.content);
-  if (context.knownTexts.has(text)) {
+  const end = validUntil(context, operation);
+  // A known text with an end goes on to storeFact, which gives the known fact that end.
+  if (context.knownTexts.has(text) && !end.validTo) {
     return { op: 'add', content: operation.content, ignored: 'already known' };
   }
   context.knownTexts.add(text);
-  const { fact, isDuplicate } = await storeFact(context.db, context.userId, {
+  const stored = await storeFact(context.db, context.userId, {
     category: operation.category,
     content: operation.content,
     tags: operation.tags ?? [],
     importance: operation.importance,
     sourceMessageIds: context.sourceMessageIds,
-    ...validUntil(context, operation),
+    ...end,
   });
+  const { fact, isDuplicate, supersedes } = stored;
+  // Known, but now with a later end: the known fact was updated, and undoing the extraction
+  // puts it back as it was.
+  if (supersedes) return operationOfStored(stored);
   if (isDuplicate)
     return { op: 'add', factId: fact.id, content: fact.content, ignored: 'already known' };
   return { op: 'add', factId: fact.id, content: fact.content };

@@ -42,16 +42,25 @@ export async function recordRememberedByTool(
   db: PoolClient,
   userId: string,
   turnId: string,
-  { fact, isDuplicate }: StoredFact,
+  stored: StoredFact,
 ): Promise<void> {
   await insertExtraction(db, {
     runId: randomUUID(),
     userId,
     turnId,
     status: 'done',
-    operations: [{ op: isDuplicate ? 'noop' : 'add', factId: fact.id, content: fact.content }],
+    operations: [operationOfStored(stored)],
     reason: null,
   });
+}
+
+// What storing one fact did: added it, found it known, or gave the known fact a later end as a
+// new version (an update, so undoing it puts the known version back).
+export function operationOfStored({ fact, isDuplicate, supersedes }: StoredFact): AppliedOperation {
+  if (supersedes) {
+    return { op: 'update', factId: supersedes, newFactId: fact.id, content: fact.content };
+  }
+  return { op: isDuplicate ? 'noop' : 'add', factId: fact.id, content: fact.content };
 }
 
 export async function listLearned(

@@ -53,7 +53,12 @@ function factNotFound(): BusError {
 // among the first few that do.
 const DUPLICATE_CANDIDATES = 5;
 
-export type StoredFact = { fact: Fact; isDuplicate: boolean };
+export type StoredFact = {
+  fact: Fact;
+  isDuplicate: boolean;
+  // The known version `fact` succeeds: the repeat gave the known fact a later end.
+  supersedes?: string;
+};
 
 // The one way a new fact is stored (the remember command, the remember tool, extraction, the
 // API), so that one fact told through several of them is stored once: an open fact that says
@@ -61,7 +66,8 @@ export type StoredFact = { fact: Fact; isDuplicate: boolean };
 // facts are locked until the transaction ends, so two of these at once take turns and the
 // second finds the first's row. A rule is compared with rules only, and other facts with other
 // facts: a preference the user then makes a standing rule is stored as a rule, not answered as
-// the preference.
+// the preference. A repeat that brings a later end ("until Friday") gives the known fact that
+// end as a new version (an end is part of what a fact says, which never changes in place).
 export async function storeFact(
   db: PoolClient,
   userId: string,
@@ -78,18 +84,39 @@ export async function storeFact(
   );
   const known = candidates.find((candidate) => isSameFact(candidate.content, fields.content));
   if (known) {
-    const sources = [...new Set([...known.sourceMessageIds, ...fields.sourceMessageIds])];
-    const fact = await reinforceFact(
-      db,
-      userId,
-      known.id,
-      fields.importance,
-      sources.slice(-FACT_SOURCE_MESSAGES_MAX),
+    const sources = [...new Set([...known.sourceMessageIds, ...fields.sourceMessageIds])].slice(
+      -FACT_SOURCE_MESSAGES_MAX,
     );
-    return { fact, isDuplicate: true };
+    const end = laterEnd(known.validTo, fields.validTo);
+    if (end === undefined) {
+      const fact = await reinforceFact(db, userId, known.id, fields.importance, sources);
+      return { fact, isDuplicate: true };
+    }
+    // Same words and tokens as the known version, so a rule still fits the cap.
+    const fact = await storeFactVersion(db, userId, {
+      category: known.category,
+      content: known.content,
+      tags: known.tags,
+      importance: Math.max(known.importance, fields.importance),
+      sourceMessageIds: sources,
+      validTo: end,
+    });
+    await invalidateFact(db, userId, known.id, fact.id);
+    return { fact, isDuplicate: true, supersedes: known.id };
   }
   if (isRule) await ensureRuleFits(db, userId, fields.content);
   return { fact: await storeFactVersion(db, userId, fields), isDuplicate: false };
+}
+
+// The end a known fact takes when it is told again with `told`, or undefined when its own end
+// stands. No end means none was said, not "for ever": a repeat without one keeps the known end,
+// and a known fact without one takes the repeat's. Of two ends the later wins: both sources said
+// the fact holds until their end, and an end too late only keeps a stale fact in recall a while
+// (the user can forget it), while one too early silently drops a fact someone still relies on.
+function laterEnd(known: string | null, told: Date | undefined): Date | undefined {
+  if (!told) return undefined;
+  if (known !== null && Date.parse(known) >= told.getTime()) return undefined;
+  return told;
 }
 
 // Stores one fact version as given and makes it searchable in the same transaction: the

@@ -2,6 +2,7 @@ import { FACT_CONTENT_MAX_CHARS, type Fact, type StoredMessage } from '@jarvis/c
 import { type Pool, withTransaction } from '@jarvis/db';
 import { insertExtraction } from '../repositories/extractions-repository';
 import { listMessagesBefore } from '../repositories/messages-repository';
+import { operationOfStored } from './extractions-service';
 import { storeFact } from './facts-service';
 
 // What a "remember" message asks to store: its own words (inline or quoted), or the message it
@@ -63,7 +64,7 @@ export async function rememberIfAsked(
   const content = request.type === 'text' ? request.text : referent && clip(referent.content);
   if (!content) return undefined;
   return withTransaction(pool, async (db) => {
-    const { fact, isDuplicate } = await storeFact(db, userId, {
+    const stored = await storeFact(db, userId, {
       content,
       category: 'fact',
       tags: [],
@@ -77,15 +78,13 @@ export async function rememberIfAsked(
       status: 'done',
       operations: [
         {
-          op: isDuplicate ? 'noop' : 'add',
-          factId: fact.id,
-          content: fact.content,
+          ...operationOfStored(stored),
           ...(referent ? { referentMessageId: referent.id } : {}),
         },
       ],
       reason: null,
     });
-    return fact;
+    return stored.fact;
   });
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@jarvis/bus';
 import { connectTestBus } from '@jarvis/bus/testing';
-import { type Schedule, schedulerSchedulesList } from '@jarvis/contracts';
+import { type Schedule, type ScheduleAction, schedulerSchedulesList } from '@jarvis/contracts';
 import { type TestDatabase, uniqueNamespace } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDatabaseFixture } from '../database-fixture';
@@ -39,13 +39,13 @@ afterAll(async () => {
 
 const NOW = new Date();
 
-function reminder(text: string, inMs: number): Schedule {
+function schedule(action: ScheduleAction, inMs: number): Schedule {
   const at = new Date(NOW.getTime() + inMs).toISOString();
   return {
     id: randomUUID(),
     kind: 'once',
     name: null,
-    action: { type: 'remind', text },
+    action,
     at,
     cron: null,
     everyMinutes: null,
@@ -65,6 +65,10 @@ function reminder(text: string, inMs: number): Schedule {
     createdAt: NOW.toISOString(),
     updatedAt: NOW.toISOString(),
   };
+}
+
+function reminder(text: string, inMs: number): Schedule {
+  return schedule({ type: 'remind', text }, inMs);
 }
 
 async function pendingApproval(userId: string, toolName: string, ttlMs: number): Promise<void> {
@@ -124,14 +128,16 @@ async function runningMission(userId: string, objective: string, done: number, o
 }
 
 describe('loadActiveState', () => {
-  it("lists the user's pending approvals, running missions and what is due within 24 hours", async () => {
+  it("lists the user's pending approvals, running missions and reminders due within 24 hours", async () => {
     const userId = randomUUID();
     await pendingApproval(userId, 'memory_write', 60_000);
     await pendingApproval(userId, 'run_code', -3_600_000);
     await runningMission(userId, 'Plan the trip to Bergen', 1, 3);
     await pendingApproval(randomUUID(), 'forget', 60_000);
     schedules.set(userId, [
+      schedule({ type: 'prompt', instruction: 'Summarise my inbox' }, 30 * 60_000),
       reminder('Call the dentist', 60 * 60_000),
+      schedule({ type: 'mission', objective: 'Check flight prices to Bergen' }, 2 * 60 * 60_000),
       reminder('Pay the rent', 3 * 24 * 60 * 60_000),
     ]);
 
@@ -140,20 +146,25 @@ describe('loadActiveState', () => {
     expect(lines).toEqual([
       `Waiting for the user's approval: memory_write "{\\"path\\":\\"skills/trip.md\\"}"`,
       'Mission running: "Plan the trip to Bergen" (1 of 3 tasks done)',
-      expect.stringMatching(/^Due at .*: reminder "Call the dentist"$/),
+      expect.stringMatching(/^Reminder due at .*: "Call the dentist"$/),
     ]);
   });
 
-  it('shows at most five of a kind', async () => {
+  it('shows at most five of a kind, the soonest reminders past sooner other schedules', async () => {
     const userId = randomUUID();
-    schedules.set(
-      userId,
-      Array.from({ length: 8 }, (_, n) => reminder(`Reminder ${n}`, (n + 1) * 60_000)),
+    const requests = Array.from({ length: 5 }, (_, n) =>
+      schedule({ type: 'prompt', instruction: `Request ${n}` }, (n + 1) * 1_000),
     );
+    const reminders = Array.from({ length: 8 }, (_, n) =>
+      reminder(`Reminder ${n}`, (n + 1) * 60_000),
+    );
+    schedules.set(userId, [...requests, ...reminders]);
 
     const lines = await loadActiveState({ bus, pool: db.pool }, userId, NOW);
 
-    expect(lines).toHaveLength(5);
+    expect(lines.map((line) => line.replace(/^.*: /, ''))).toEqual(
+      [0, 1, 2, 3, 4].map((n) => `"Reminder ${n}"`),
+    );
   });
 
   it('leaves out what does not answer within 500 ms, and is not slower for it', async () => {

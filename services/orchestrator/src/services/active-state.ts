@@ -1,5 +1,5 @@
 import type { Bus } from '@jarvis/bus';
-import { type Schedule, schedulerSchedulesList } from '@jarvis/contracts';
+import { schedulerSchedulesList } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
 import { listApprovals } from '../repositories/approvals-repository';
 import { listMissions, listTasks } from '../repositories/missions-repository';
@@ -17,8 +17,8 @@ const QUOTED_MAX_CHARS = 120;
 type ActiveStateDeps = { bus: Bus; pool: Pool };
 
 // What is going on for the user now, as lines of the prompt's `Current state:` section: pending
-// approvals, running missions with their progress, and what their schedules will do within 24
-// hours. Never fails: a source that fails or is late gives no lines.
+// approvals, running missions with their progress, and their reminders due within 24 hours.
+// Never fails: a source that fails or is late gives no lines.
 export async function loadActiveState(
   deps: ActiveStateDeps,
   userId: string,
@@ -31,7 +31,7 @@ export async function loadActiveState(
   const sources = [
     pendingApprovals(deps.pool, userId, now),
     runningMissions(deps.pool, userId),
-    dueSchedules(deps.bus, userId, now),
+    dueReminders(deps.bus, userId, now),
   ].map((source) => Promise.race([source.catch(() => []), late]));
   try {
     return (await Promise.all(sources)).flat();
@@ -67,34 +67,26 @@ async function runningMissions(pool: Pool, userId: string): Promise<string[]> {
   );
 }
 
-async function dueSchedules(bus: Bus, userId: string, now: Date): Promise<string[]> {
+// Only reminders (action `remind`): what the user asked to be told and may ask about ("what do I
+// have today?"). A scheduled request or mission is Jarvis's own work, which the user reads in
+// its reply or in the missions view when it runs; listed here it would read as something the
+// user has to do, and take the lines of the reminders.
+async function dueReminders(bus: Bus, userId: string, now: Date): Promise<string[]> {
   const { schedules } = await bus.request(
     schedulerSchedulesList,
     { userId, status: 'active' },
     { timeoutMs: ACTIVE_STATE_TIMEOUT_MS },
   );
   const until = now.getTime() + DUE_WITHIN_MS;
-  return schedules
-    .filter((schedule) => {
-      const at = schedule.nextRunAt ? Date.parse(schedule.nextRunAt) : Number.NaN;
-      return at > now.getTime() && at <= until;
-    })
-    .slice(0, LINES_PER_KIND)
-    .map(
-      (schedule) =>
-        `Due ${schedule.nextRunText ?? schedule.nextRunAt}: ${describeAction(schedule)}`,
-    );
-}
-
-function describeAction({ action }: Schedule): string {
-  switch (action.type) {
-    case 'remind':
-      return `reminder ${quote(action.text)}`;
-    case 'prompt':
-      return `scheduled request ${quote(action.instruction)}`;
-    case 'mission':
-      return `scheduled mission ${quote(action.objective)}`;
+  const lines: string[] = [];
+  for (const { action, nextRunAt, nextRunText } of schedules) {
+    if (action.type !== 'remind' || lines.length >= LINES_PER_KIND) continue;
+    const at = nextRunAt ? Date.parse(nextRunAt) : Number.NaN;
+    if (at > now.getTime() && at <= until) {
+      lines.push(`Reminder due ${nextRunText ?? nextRunAt}: ${quote(action.text)}`);
+    }
   }
+  return lines;
 }
 
 // Text that is not the prompt's own, as a JSON string: one line, read as data.

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   ChatResponse,
   type MissionDetail,
@@ -368,6 +369,12 @@ describe('missions', () => {
     expect(
       (await api('POST', `/v1/missions/${started.id}/answer`, { text: 'Plane' }, otherKey)).status,
     ).toBe(404);
+    // A question named by an id that is malformed, or that the mission does not have.
+    const answerTo = (questionId: string) =>
+      api('POST', `/v1/missions/${started.id}/answer`, { text: 'Plane', questionId });
+    expect((await answerTo('not-an-id')).status).toBe(400);
+    expect((await answerTo(randomUUID())).status).toBe(404);
+    expect(waiting.questions.map((question) => question.id)).toEqual([waiting.question.id]);
 
     const response = await fixture.chat(key, {
       message: 'The train, please.',
@@ -377,7 +384,7 @@ describe('missions', () => {
     expect(response.status).toBe(200);
     const turn = ChatResponse.parse(await response.json());
     expect(turn.reply.content).toBe(
-      'I passed your answer on to the mission “Book the trip to Oslo”.',
+      'I passed your answer on to task 1 “Book the transport” of the mission “Book the trip to Oslo”.',
     );
     const ended = await waitFor(started.id, ['completed']);
     expect(ended.tasks[0]?.result).toBe('Booked by {"answer":"The train, please."}');
@@ -386,5 +393,6 @@ describe('missions', () => {
     expect((await api('POST', `/v1/missions/${started.id}/answer`, { text: 'Again' })).status).toBe(
       409,
     );
+    expect((await answerTo(waiting.question.id)).status).toBe(409);
   });
 });

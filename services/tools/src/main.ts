@@ -135,7 +135,7 @@ await bootService(
         createNtfySender({ guard }),
         createWebhookSender({ guard }),
         createEmailSender({ guard, installSmtp, timeoutMs: env.NOTIFY_SEND_TIMEOUT_MS }),
-        createTelegramSender({ telegram }),
+        createTelegramSender({ telegram, pool }),
         createWebPushSender({ pool, guard, vapid, logger }),
       ].map((sender) => [sender.type, sender]),
     );

@@ -50,7 +50,11 @@ export type Notification = {
   path?: string;
   // approval_request: Telegram's Approve and Deny buttons decide it.
   approvalId?: string;
+  // A mission's question: a reply to Telegram's message answers it.
+  question?: MissionQuestionRef;
 };
+
+export type MissionQuestionRef = { missionId: string; questionId: string };
 
 // A send that failed. Retryable: a timeout, a 429 (retryAfterMs from Retry-After), a 5xx, a
 // connection that failed; the rest (a 4xx, a refused login, a private address) is final.

@@ -1,6 +1,6 @@
 import type { ChannelType, Delivery, DeliveryStatus, NotificationKind } from '@jarvis/contracts';
 import type { Queryable } from '@jarvis/db';
-import type { Notification } from '../channel';
+import type { MissionQuestionRef, Notification } from '../channel';
 
 // tools.notification_deliveries: one row per (event, channel), the source of truth of what was
 // sent. The work queue only says which row to look at.
@@ -28,6 +28,7 @@ type Content = {
   url?: string;
   path?: string;
   approvalId?: string;
+  question?: MissionQuestionRef;
 };
 
 type DeliveryRow = {
@@ -48,7 +49,7 @@ type DeliveryRow = {
 };
 
 function toDelivery(row: DeliveryRow): StoredDelivery {
-  const { text, occurredAt, url, path, approvalId } = row.content;
+  const { text, occurredAt, url, path, approvalId, question } = row.content;
   return {
     id: row.id,
     userId: row.user_id,
@@ -65,6 +66,7 @@ function toDelivery(row: DeliveryRow): StoredDelivery {
       ...(url ? { url } : {}),
       ...(path ? { path } : {}),
       ...(approvalId ? { approvalId } : {}),
+      ...(question ? { question } : {}),
     },
     isUrgent: row.is_urgent,
     status: row.status,
@@ -119,13 +121,14 @@ export async function insertDeliveries(
 }
 
 function contentOf(notification: Notification): Content {
-  const { text, occurredAt, url, path, approvalId } = notification;
+  const { text, occurredAt, url, path, approvalId, question } = notification;
   return {
     text,
     occurredAt,
     ...(url ? { url } : {}),
     ...(path ? { path } : {}),
     ...(approvalId ? { approvalId } : {}),
+    ...(question ? { question } : {}),
   };
 }
 

@@ -131,6 +131,7 @@ describe('mapEvent', () => {
 
   it("tells a mission's question, not urgent, with a link to the mission", () => {
     const missionId = randomUUID();
+    const questionId = randomUUID();
     const mapped = mapEvent(
       {
         type: 'mission_question',
@@ -142,7 +143,7 @@ describe('mapEvent', () => {
           conversationId: randomUUID(),
         },
         question: {
-          id: randomUUID(),
+          id: questionId,
           taskId: randomUUID(),
           text: 'Train or plane?',
           messageId: randomUUID(),
@@ -157,6 +158,8 @@ describe('mapEvent', () => {
       kind: 'mission_report',
       title: 'A mission asks: Train or plane?',
       path: `/missions/${missionId}`,
+      // Telegram's reply to the message answers this very question.
+      question: { missionId, questionId },
     });
     expect(mapped?.notification.text).toContain('Plan the trip');
     expect(mapped?.notification.text).toContain('Train or plane?');

@@ -79,7 +79,8 @@ export function mapEvent(
       );
     }
     // A mission's task waits on its user: news of the mission, worth a note but not a wake-up
-    // (the question waits a day). The answer goes back in the conversation or the mission's page.
+    // (the question waits a day). The answer goes back in the conversation, the mission's page,
+    // or (Telegram) a reply to the question's message.
     case 'mission_question': {
       const { mission, question } = event;
       return make(
@@ -90,6 +91,7 @@ export function mapEvent(
           USER_EVENT_TEXT_MAX_CHARS,
         ),
         `/missions/${mission.id}`,
+        { question: { missionId: mission.id, questionId: question.id } },
       );
     }
     case 'approval_requested': {

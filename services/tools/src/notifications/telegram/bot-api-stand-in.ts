@@ -21,6 +21,8 @@ export type BotApiStandIn = {
   requests: BotApiRequest[];
   // Requests of one method, in order.
   calls(method: string): Record<string, unknown>[];
+  // The message_id a sendMessage request (one of calls('sendMessage')) was answered with.
+  messageIdOf(body: Record<string, unknown>): number | undefined;
   // Queues an update for getUpdates, with the next update_id or the one given (an update
   // Telegram delivers again).
   pushUpdate(update: Omit<Update, 'update_id'>, updateId?: number): number;
@@ -54,6 +56,7 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
   const updates: Update[] = [];
   const again = new Set<Update>();
   const edited = new Map<string, unknown>();
+  const sentIds = new Map<Record<string, unknown>, number>();
   const failures = new Map<string, BotApiFailure[]>();
   const waiters = new Set<() => void>();
   let nextUpdateId = 1;
@@ -172,17 +175,20 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
         });
         return;
       }
-      case 'sendMessage':
+      case 'sendMessage': {
+        const messageId = nextMessageId++;
+        sentIds.set(body, messageId);
         answer(res, 200, {
           ok: true,
           result: {
-            message_id: nextMessageId++,
+            message_id: messageId,
             date: Math.floor(Date.now() / 1_000),
             chat: { id: Number(body.chat_id), type: 'private' },
             text: body.text,
           },
         });
         return;
+      }
       default:
         answer(res, 400, { ok: false, error_code: 400, description: `no method ${method} here` });
     }
@@ -197,6 +203,7 @@ export async function startBotApiStandIn(token: string): Promise<BotApiStandIn> 
     url: `http://127.0.0.1:${port}`,
     requests,
     calls,
+    messageIdOf: (body) => sentIds.get(body),
     pushUpdate(update, updateId) {
       const id = updateId ?? nextUpdateId++;
       const queued = { ...update, update_id: id };

@@ -3,6 +3,7 @@ import {
   type ApprovalStatus,
   orchestratorApprovalsDecide,
   orchestratorApprovalsGet,
+  orchestratorMissionsAnswer,
   turnSubmit,
 } from '@jarvis/contracts';
 import type { Pool } from '@jarvis/db';
@@ -14,6 +15,7 @@ import { v5 as uuidv5 } from 'uuid';
 import { findTelegramLinkByChat } from '../channels-repository';
 import { getSettings } from '../settings-repository';
 import { redeemLinkCode } from './link-codes';
+import { findQuestionMessage, type QuestionMessage } from './question-messages-repository';
 import { sendText } from './send-text';
 import { escapeHtml } from './telegram-html';
 
@@ -55,8 +57,8 @@ const STATUS_LABELS: Record<ApprovalStatus, string> = {
 };
 
 // The bot's answers to the updates it polls: /start CODE links a private chat; a linked chat's
-// messages become turns in its user's persistent conversation, and their replies come back; an
-// approval's buttons decide it. Every update's sender is checked against the chat: in a private
+// messages become turns in its user's persistent conversation, and their replies come back; a
+// reply to a mission's question answers that question; an approval's buttons decide it. Every update's sender is checked against the chat: in a private
 // chat they are the same user, and nothing else is served.
 export function installChatHandlers(bot: Bot, deps: ChatDeps): void {
   bot.on('callback_query:data', (ctx) => decideFromButton(ctx, deps));
@@ -98,6 +100,15 @@ async function answerMessage(ctx: Context, deps: ChatDeps): Promise<void> {
   }
   if (!message.text) {
     await ctx.reply('Jarvis reads text messages only.');
+    return;
+  }
+  const repliedTo = message.reply_to_message?.message_id;
+  const question =
+    repliedTo === undefined
+      ? undefined
+      : await findQuestionMessage(deps.pool, link.userId, chatId, repliedTo);
+  if (question) {
+    await answerQuestion(ctx, deps, question, message.text);
     return;
   }
   await startTurn(ctx, deps, link.userId, chatId, message.text);
@@ -167,6 +178,33 @@ async function startTurn(
     return;
   }
   deps.track(replyWhenDone(api, chatId, followed));
+}
+
+// A reply to a question's message answers that question, whichever others wait (a plain
+// message answers the one waiting longest, as a turn of the conversation).
+async function answerQuestion(
+  ctx: Context,
+  deps: ChatDeps,
+  question: QuestionMessage,
+  text: string,
+): Promise<void> {
+  try {
+    const { mission } = await deps.bus.request(
+      orchestratorMissionsAnswer,
+      { userId: question.userId, id: question.missionId, questionId: question.questionId, text },
+      { timeoutMs: deps.submitTimeoutMs },
+    );
+    await ctx.reply(`I passed your answer on to the mission “${mission.objective}”.`);
+  } catch (error) {
+    if (isBusError(error) && (error.code === 'conflict' || error.code === 'not_found')) {
+      await ctx.reply(
+        'This question no longer waits for an answer (answered, expired or cancelled).',
+      );
+      return;
+    }
+    if (!isBusError(error)) deps.logger.error({ err: error }, 'telegram answer not passed on');
+    await ctx.reply(`Jarvis could not take this answer: ${describeFailure(error)}`);
+  }
 }
 
 type Followed = { outcome: ReturnType<typeof awaitTurnOutcome> };

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { migrate } from '@jarvis/db';
 import { createOutboundGuard, OutboundAllowedHosts } from '@jarvis/net-guard';
 import { createLogger } from '@jarvis/telemetry';
+import { startTestDatabase, type TestDatabase } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Notification, SendError, type StoredChannel } from '../channel';
 import { createTelegramBot, type TelegramBot } from './bot';
 import { type BotApiStandIn, startBotApiStandIn } from './bot-api-stand-in';
-import { createTelegramSender } from './sender';
+import { findQuestionMessage } from './question-messages-repository';
+import { createTelegramSender, QUESTION_REPLY_HINT } from './sender';
 
 const TOKEN = '123456:stand-in-token-for-the-sender';
 const lines: string[] = [];
@@ -15,8 +18,15 @@ const guard = createOutboundGuard(OutboundAllowedHosts.parse('127.0.0.1'));
 
 let api: BotApiStandIn;
 let telegram: TelegramBot;
+// Where the sender keeps which messages carried a mission's question.
+let db: TestDatabase;
 
 beforeAll(async () => {
+  db = await startTestDatabase();
+  await migrate(db.pool, {
+    schema: 'tools',
+    directory: new URL('../../../migrations', import.meta.url),
+  });
   api = await startBotApiStandIn(TOKEN);
   telegram = createTelegramBot({ token: TOKEN, apiRoot: `${api.url}/`, guard, logger });
   expect(await telegram.ready()).toBe(true);
@@ -25,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   telegram?.stop();
   await api?.close();
+  await db?.stop();
 });
 
 function channel(chatId: string): StoredChannel {
@@ -50,8 +61,10 @@ function notification(overrides: Partial<Notification> = {}): Notification {
   };
 }
 
-const send = (chatId: string, what: Notification) =>
-  createTelegramSender({ telegram }).send(channel(chatId), what, new AbortController().signal);
+const senderOf = (bot: TelegramBot) => createTelegramSender({ telegram: bot, pool: db.pool });
+
+const send = (chatId: string, what: Notification, to = channel(chatId)) =>
+  senderOf(telegram).send(to, what, new AbortController().signal);
 
 const sentTo = (chatId: string) =>
   api.calls('sendMessage').filter((body) => body.chat_id === chatId);
@@ -117,6 +130,45 @@ describe('the Telegram sender', () => {
     });
   });
 
+  it("asks for a reply to a mission's question, and keeps which messages carried it", async () => {
+    const question = { missionId: randomUUID(), questionId: randomUUID() };
+    const to = channel('1008');
+
+    await send(
+      '1008',
+      notification({
+        kind: 'mission_report',
+        title: 'A mission asks: Train or plane?',
+        text: `${'a'.repeat(3_000)}\n\n${'b'.repeat(3_000)}`,
+        url: 'https://jarvis.example.com/missions/1',
+        question,
+      }),
+      to,
+    );
+
+    const [first, last] = sentTo('1008');
+    expect(first?.reply_markup).toBeUndefined();
+    expect(last?.reply_markup).toEqual({
+      force_reply: true,
+      input_field_placeholder: 'Your answer',
+    });
+    expect(String(last?.text)).toMatch(
+      new RegExp(
+        `b\n\n${QUESTION_REPLY_HINT}\n<a href="https://jarvis.example.com/missions/1">Open in Jarvis</a>$`,
+      ),
+    );
+    // A reply to either part answers the question; only for the channel's own user.
+    for (const part of [first, last]) {
+      const messageId = part && api.messageIdOf(part);
+      if (messageId === undefined) throw new Error('no message id');
+      expect(await findQuestionMessage(db.pool, to.userId, '1008', messageId)).toEqual({
+        userId: to.userId,
+        ...question,
+      });
+      expect(await findQuestionMessage(db.pool, randomUUID(), '1008', messageId)).toBeUndefined();
+    }
+  });
+
   it("retries a 429 after Telegram's retry_after, and a 5xx; a 403 is final", async () => {
     const failure = (what: Notification) => send('1004', what).catch((error: unknown) => error);
 
@@ -162,7 +214,7 @@ describe('the Telegram sender', () => {
       expect(ready).toBe('waiting');
       expect(refusing.state()).toBe('starting');
       expect(api.requests.length).toBe(before);
-      const error = await createTelegramSender({ telegram: refusing })
+      const error = await senderOf(refusing)
         .send(channel('1005'), notification(), new AbortController().signal)
         .catch((caught: unknown) => caught);
       expect(error).toMatchObject({ isRetryable: true });
@@ -182,7 +234,7 @@ describe('the Telegram sender', () => {
 
     expect(refused.state()).toBe('refused');
     expect(await refused.ready()).toBe(false);
-    const error = await createTelegramSender({ telegram: refused })
+    const error = await senderOf(refused)
       .send(channel('1007'), notification(), new AbortController().signal)
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({
@@ -197,7 +249,7 @@ describe('the Telegram sender', () => {
 
     expect(await rejected.ready()).toBe(false);
     expect(rejected.state()).toBe('rejected');
-    const error = await createTelegramSender({ telegram: rejected })
+    const error = await senderOf(rejected)
       .send(channel('1006'), notification(), new AbortController().signal)
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({

@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type MissionDetail,
   memoryConversationsList,
   memoryFilesRead,
   memoryFilesWrite,
   memoryMessagesList,
   notificationsTelegramLink,
   orchestratorApprovalsList,
+  orchestratorMissionsCreate,
+  orchestratorMissionsGet,
 } from '@jarvis/contracts';
 import { admitRequest, userRateWindows } from '@jarvis/service-kit';
 import { type FakeLlm, isTurnRequest, sentMessages, startFakeLlm, waitFor } from '@jarvis/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mapEvent } from '../pipeline/map-event';
+import { STAND_IN_BOT } from './bot-api-stand-in';
 import { createTelegramSender } from './sender';
 import {
   startTelegramFixture,
@@ -58,6 +63,29 @@ function pushText(chatId: number, text: string): number {
       chat: { id: chatId, type: 'private', first_name: 'Amos' },
       from: { id: chatId, is_bot: false, first_name: 'Amos', username: 'amos' },
       text,
+    },
+  });
+}
+
+// The user's reply to one of the bot's messages.
+function pushReply(chatId: number, text: string, replyTo: number): number {
+  const date = Math.floor(Date.now() / 1_000);
+  const chat = { id: chatId, type: 'private' as const, first_name: 'Amos' };
+  return fixture.api.pushUpdate({
+    message: {
+      message_id: nextUpdateMessage++,
+      date,
+      chat,
+      from: { id: chatId, is_bot: false, first_name: 'Amos', username: 'amos' },
+      text,
+      reply_to_message: {
+        message_id: replyTo,
+        date,
+        chat,
+        from: STAND_IN_BOT,
+        text: '…',
+        reply_to_message: undefined,
+      },
     },
   });
 }
@@ -230,7 +258,7 @@ describe('Telegram as a chat', () => {
     if (!approval) throw new Error('no pending approval');
 
     // What the pipeline sends for the approval_requested event.
-    await createTelegramSender({ telegram: replica.telegram }).send(
+    await createTelegramSender({ telegram: replica.telegram, pool: fixture.db.pool }).send(
       {
         userId,
         type: 'telegram',
@@ -338,5 +366,111 @@ describe('Telegram as a chat', () => {
     await waitFor(() => (fixture.api.calls('editMessageText').length === 2 ? true : undefined));
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(fixture.lines.filter((line) => line.includes('telegram update failed'))).toEqual([]);
+  });
+
+  it("answers a mission's question from a reply to the question's message", async () => {
+    const { userId, chatId } = await linkedUser();
+    fake.onChat((request) => {
+      const messages = sentMessages(request);
+      if (!messages[0]?.content.includes('one task of a mission')) return { content: 'Noted.' };
+      const answer = messages.find((message) => message.role === 'tool');
+      return answer
+        ? { content: `Booked by ${answer.content}` }
+        : { toolCalls: [{ name: 'ask_user', arguments: { question: 'Train or plane?' } }] };
+    });
+    const { mission: started } = await fixture.client.request(orchestratorMissionsCreate, {
+      userId,
+      objective: 'Book the trip to Oslo',
+      tasks: [{ title: 'Book the transport', brief: 'Book a train or a plane to Oslo.' }],
+    });
+    const missionNow = async () =>
+      (await fixture.client.request(orchestratorMissionsGet, { userId, id: started.id })).mission;
+    const waiting = await waitFor(
+      async () => {
+        const mission = await missionNow();
+        return mission.question ? mission : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the task to ask' },
+    );
+    const question = waiting.question;
+    if (!question) throw new Error('no question');
+
+    // What the pipeline sends for the mission_question event.
+    const mapped = mapEvent(
+      {
+        type: 'mission_question',
+        occurredAt: question.askedAt,
+        mission: {
+          id: waiting.id,
+          objective: waiting.objective,
+          status: waiting.status,
+          conversationId: waiting.conversationId,
+        },
+        question: {
+          id: question.id,
+          taskId: question.taskId,
+          text: question.text,
+          messageId: randomUUID(),
+          expiresAt: question.expiresAt,
+        },
+      },
+      `mission-question:${question.id}`,
+      'https://jarvis.example.com',
+    );
+    if (!mapped) throw new Error('the question makes no notification');
+    const before = sentCount(chatId);
+    await createTelegramSender({ telegram: replica.telegram, pool: fixture.db.pool }).send(
+      {
+        userId,
+        type: 'telegram',
+        config: { type: 'telegram', chatId: String(chatId), username: 'amos' },
+        secrets: {},
+        events: ['mission_report'],
+        isConfirmed: true,
+        updatedAt: new Date(),
+      },
+      mapped.notification,
+      new AbortController().signal,
+    );
+    const asked = await nextMessageTo(chatId, before);
+    expect(asked.reply_markup).toEqual({
+      force_reply: true,
+      input_field_placeholder: 'Your answer',
+    });
+    expect(String(asked.text)).toContain('Reply to this message to answer it.');
+    const askedId = fixture.api.messageIdOf(asked);
+    if (askedId === undefined) throw new Error('no message id');
+
+    pushReply(chatId, 'The train.', askedId);
+
+    expect(String((await nextMessageTo(chatId, before + 1)).text)).toBe(
+      'I passed your answer on to the mission “Book the trip to Oslo”.',
+    );
+    const ended: MissionDetail = await waitFor(
+      async () => {
+        const mission = await missionNow();
+        return mission.status === 'completed' ? mission : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the mission to end' },
+    );
+    expect(ended.tasks[0]?.result).toBe('Booked by {"answer":"The train."}');
+    // The answer went to the question, not into a turn of the conversation.
+    expect((await conversation(userId)).map((message) => message.content)).not.toContain(
+      'The train.',
+    );
+
+    // A second reply to it: the question no longer waits.
+    pushReply(chatId, 'The plane, rather.', askedId);
+    expect(String((await nextMessageTo(chatId, before + 2)).text)).toBe(
+      'This question no longer waits for an answer (answered, expired or cancelled).',
+    );
+    // A reply to any other message of the bot is a chat message.
+    const linked = fixture.api
+      .calls('sendMessage')
+      .find((body) => String(body.chat_id) === String(chatId));
+    const linkedId = linked && fixture.api.messageIdOf(linked);
+    if (linkedId === undefined) throw new Error('no message id');
+    pushReply(chatId, 'Thanks!', linkedId);
+    expect(String((await nextMessageTo(chatId, before + 3)).text)).toBe('Noted.');
   });
 });

@@ -27,7 +27,8 @@ describe('createMemoryTools', () => {
   it('makes a change to a skill wait for approval, and leaves other files alone', () => {
     const tools = createMemoryTools(bus, new Set());
 
-    for (const name of ['memory_write', 'memory_edit', 'memory_delete']) {
+    // Restoring an earlier version of a skill changes it as much as writing it does.
+    for (const name of ['memory_write', 'memory_edit', 'memory_delete', 'memory_restore']) {
       expect(riskOf(tools, name, { path: 'skills/trip-planning.md' })).toBe('risky');
       // A leading / names the same file, as memory reads it.
       expect(riskOf(tools, name, { path: '/skills/trip-planning.md' })).toBe('risky');

@@ -10,6 +10,7 @@ import {
   memoryFilesGrep,
   memoryFilesList,
   memoryFilesRead,
+  memoryFilesRestore,
   memoryFilesWrite,
   memorySearch,
   memorySkillsLoad,
@@ -93,6 +94,12 @@ const MEMORY_TOOLS = [
     'memory_delete',
     'Delete a memory file (its history is kept).',
     memoryFilesDelete,
+    user,
+  ),
+  memoryTool(
+    'memory_restore',
+    "Restore an earlier version of a memory file as its newest one (memory_read shows a file's version and reads an earlier one by its number); the versions between are kept. Restoring a skill waits for the user's approval.",
+    memoryFilesRestore,
     user,
   ),
   memoryTool(
@@ -187,9 +194,16 @@ function skillLoad(bus: Bus): AgentTool {
   };
 }
 
-// The tools that change a memory file by its path. A skill steers later prompts, so changing
-// one waits for the user's approval as a rule does; other files do not.
-const FILE_CHANGING_TOOLS = new Set(['memory_write', 'memory_edit', 'memory_delete']);
+// Every tool that changes a memory file, which it names by its path. A skill steers later
+// prompts, so changing one (restoring an earlier version too) waits for the user's approval as
+// a rule does; other files do not. A file-changing tool missing here would change skills
+// unasked.
+const FILE_CHANGING_TOOLS = new Set([
+  'memory_write',
+  'memory_edit',
+  'memory_delete',
+  'memory_restore',
+]);
 
 function isSkillChange(args: Record<string, unknown>): boolean {
   const path = FilePath.safeParse(args.path);

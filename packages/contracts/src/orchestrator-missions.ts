@@ -9,6 +9,7 @@ import { SkillName } from './memory-skills';
 // their results is posted to the conversation.
 
 export const MISSION_MAX_TASKS = 8;
+export const MISSION_TASK_MAX_SKILLS = 20;
 export const MISSION_LIST_MAX_LIMIT = 100;
 
 // planning: a model is writing the plan. reporting: every task has ended; the report is being
@@ -54,7 +55,7 @@ export const MissionTaskPlan = z.strictObject({
   tools: z.array(ToolName).max(50).optional(),
   // The skills (names from the user's skills index) this task may load with skill_load; a task
   // sees no skill it is not given (default: none).
-  skills: z.array(SkillName).max(20).optional(),
+  skills: z.array(SkillName).max(MISSION_TASK_MAX_SKILLS).optional(),
 });
 export type MissionTaskPlan = z.input<typeof MissionTaskPlan>;
 

@@ -6,6 +6,7 @@ import {
   type MissionTaskPlan,
   type MissionWork,
   memoryAppend,
+  memorySkillsList,
   missionWork,
 } from '@jarvis/contracts';
 import { type Pool, withTransaction } from '@jarvis/db';
@@ -34,6 +35,7 @@ import type { LoopBudget, LoopSettings } from '../services/agent-loop';
 import type { AgentMetrics } from '../services/agent-metrics';
 import { cutEventText } from '../services/run-turn';
 import type { AgentTool } from '../tools/agent-tool';
+import { limitSkillLoad, SKILL_LOAD } from '../tools/memory-tools';
 
 export type MissionDeps = {
   bus: Bus;
@@ -61,14 +63,27 @@ export type CreateMission = z.output<typeof MissionsCreateRequest>;
 // The namespace of mission ids derived from a user and an idempotency key (uuid v5).
 const KEYED_MISSION_NAMESPACE = '6f1c2b9e-4d3a-5e8f-9b17-2a6c8d4e0f53';
 
-// The tools a task may use: the ones it names, else every one, never one that needs approval.
-export function taskTools(deps: MissionDeps, names: readonly string[] | null): AgentTool[] {
-  const safe = deps.tools.filter((tool) => tool.risk === 'safe');
-  return names === null ? safe : safe.filter((tool) => names.includes(tool.definition.name));
+// The tools a mission's tasks may be given: those that need no approval.
+export function missionTools(deps: MissionDeps): AgentTool[] {
+  return deps.tools.filter((tool) => tool.risk === 'safe');
+}
+
+// The tools a task may use: the ones it names, else every one of missionTools. Its skill_load
+// loads only the skills it names, and comes with them whatever tools it names.
+export function taskTools(
+  deps: MissionDeps,
+  task: { tools: readonly string[] | null; skills: readonly string[] },
+): AgentTool[] {
+  const { tools: names, skills } = task;
+  const isNamed = (name: string) =>
+    names === null || names.includes(name) || (name === SKILL_LOAD && skills.length > 0);
+  return missionTools(deps)
+    .filter((tool) => isNamed(tool.definition.name))
+    .map((tool) => (tool.definition.name === SKILL_LOAD ? limitSkillLoad(tool, skills) : tool));
 }
 
 function checkToolNames(deps: MissionDeps, tasks: readonly MissionTaskPlan[]): void {
-  const available = new Set(taskTools(deps, null).map((tool) => tool.definition.name));
+  const available = new Set(missionTools(deps).map((tool) => tool.definition.name));
   const unknown = [...new Set(tasks.flatMap((task) => task.tools ?? []))].filter(
     (name) => !available.has(name),
   );
@@ -76,6 +91,27 @@ function checkToolNames(deps: MissionDeps, tasks: readonly MissionTaskPlan[]): v
     throw new BusError(
       'bad_request',
       `a mission's tasks cannot use ${unknown.join(', ')}; they may use ${[...available].sort().join(', ')}`,
+    );
+  }
+}
+
+// A plan the user (or the model, through start_mission) gives names skills that must exist: a
+// misspelt one would otherwise leave its task without the procedure it was meant to follow.
+async function checkSkillNames(
+  deps: MissionDeps,
+  userId: string,
+  tasks: readonly MissionTaskPlan[],
+): Promise<void> {
+  const named = [...new Set(tasks.flatMap((task) => task.skills ?? []))];
+  if (named.length === 0) return;
+  const { skills } = await deps.bus.request(memorySkillsList, { userId });
+  const known = new Set(skills.map((skill) => skill.name));
+  const unknown = named.filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    const yours = skills.length > 0 ? `your skills are ${[...known].join(', ')}` : 'you have none';
+    throw new BusError(
+      'bad_request',
+      `tasks[].skills: there is no skill named ${unknown.join(', ')}; ${yours}`,
     );
   }
 }
@@ -95,7 +131,10 @@ export async function createMission(
     const existing = await findMissionByKey(deps.pool, userId, idempotencyKey);
     if (existing) return takeUpAgain(deps, existing);
   }
-  if (request.tasks) checkToolNames(deps, request.tasks);
+  if (request.tasks) {
+    checkToolNames(deps, request.tasks);
+    await checkSkillNames(deps, userId, request.tasks);
+  }
   const id =
     idempotencyKey === undefined
       ? randomUUID()
@@ -218,6 +257,7 @@ export function withIds(tasks: readonly MissionTaskPlan[]) {
     brief: task.brief,
     dependsOn: [...new Set(task.dependsOn ?? [])],
     tools: task.tools,
+    skills: [...new Set(task.skills ?? [])],
   }));
 }
 

@@ -43,6 +43,7 @@ type TaskRow = {
   brief: string;
   depends_on: number[];
   tools: string[] | null;
+  skills: string[];
   status: MissionTaskStatus;
   run_id: string | null;
   result: string | null;
@@ -95,6 +96,7 @@ function toTask(row: TaskRow): StoredTask {
     brief: row.brief,
     dependsOn: row.depends_on,
     tools: row.tools,
+    skills: row.skills,
     status: row.status,
     runId: row.run_id,
     result: row.result,
@@ -168,6 +170,7 @@ export type NewTask = {
   brief: string;
   dependsOn: number[];
   tools: string[] | undefined;
+  skills: string[];
 };
 
 export async function insertTasks(
@@ -178,8 +181,8 @@ export async function insertTasks(
   for (const [index, task] of tasks.entries()) {
     await db.query(
       `INSERT INTO orchestrator.mission_tasks
-         (id, mission_id, user_id, number, title, brief, depends_on, tools, status)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
+         (id, mission_id, user_id, number, title, brief, depends_on, tools, skills, status)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending')`,
       [
         task.id,
         mission.id,
@@ -189,6 +192,7 @@ export async function insertTasks(
         task.brief,
         task.dependsOn,
         task.tools ?? null,
+        task.skills,
       ],
     );
   }

@@ -119,6 +119,7 @@ async function runningMission(userId: string, objective: string, done: number, o
     brief: 'Do it.',
     dependsOn: [],
     tools: undefined,
+    skills: [],
   }));
   await insertTasks(db.pool, { id, userId }, tasks);
   await db.pool.query(

@@ -164,12 +164,13 @@ function proposeRule(bus: Bus): AgentTool {
   };
 }
 
+export const SKILL_LOAD = 'skill_load';
 const SkillLoadArgs = z.strictObject({ name: SkillName });
 
 function skillLoad(bus: Bus): AgentTool {
   return {
     definition: {
-      name: 'skill_load',
+      name: SKILL_LOAD,
       description:
         'Load one of your skills (a procedure the user approved) by its name from the skills index, to follow it.',
       parameters: jsonSchemaOf(SkillLoadArgs),
@@ -190,6 +191,25 @@ function skillLoad(bus: Bus): AgentTool {
         }
         throw error;
       }
+    },
+  };
+}
+
+// A mission's task loads only the skills its plan names: nobody is there to see it follow a
+// procedure the plan did not choose for it.
+export function limitSkillLoad(tool: AgentTool, skills: readonly string[]): AgentTool {
+  return {
+    ...tool,
+    async run(input, context) {
+      const parsed = SkillLoadArgs.safeParse(input);
+      if (parsed.success && !skills.includes(parsed.data.name)) {
+        throw new ToolInputError(
+          skills.length === 0
+            ? `this task may use no skill (its plan names none), so it may not use skill ${parsed.data.name}`
+            : `this task may not use skill ${parsed.data.name}; it may use ${skills.join(', ')}`,
+        );
+      }
+      return tool.run(input, context);
     },
   };
 }

@@ -328,6 +328,16 @@ describe('missions', () => {
     expect(
       await refused({ objective: 'x', tasks: [{ title: 'a', brief: 'b', tools: ['forget'] }] }),
     ).toContain('cannot use forget');
+    // A skill the user does not have (mia has none), and a name no skill can have.
+    expect(
+      await refused({
+        objective: 'x',
+        tasks: [{ title: 'a', brief: 'b', skills: ['trip-planning'] }],
+      }),
+    ).toBe('tasks[].skills: there is no skill named trip-planning; you have none');
+    expect(
+      await refused({ objective: 'x', tasks: [{ title: 'a', brief: 'b', skills: ['Trips'] }] }),
+    ).toContain('lowercase');
     expect(
       await refused({
         objective: 'x',

@@ -4,6 +4,7 @@ import type {
   MissionQuestion,
   MissionResponse,
   MissionStatus,
+  MissionTask,
   MissionTaskStatus,
 } from '@jarvis/contracts';
 import { useEffect, useState } from 'preact/hooks';
@@ -19,11 +20,13 @@ const REFRESH_MS = 5_000;
 // A task that ended may have written files: the files panel reads the workspace again.
 const FINISHED: MissionTaskStatus[] = ['completed', 'failed'];
 
-// A task asked the user something (ask_user) and waits: the answer lets it go on. Unanswered
-// until expiresAt, it goes on without one.
+// A task asked the user something (ask_user) and waits: the answer, sent for this question by
+// its id, lets it go on. Unanswered until expiresAt, it goes on without one. `isOneOfMany`: tasks
+// in parallel each wait on a question, and the heading names the task.
 function QuestionCard(props: {
   mission: MissionDetail;
   question: MissionQuestion;
+  isOneOfMany: boolean;
   onAnswered: () => void;
 }) {
   const { client } = useApp();
@@ -41,7 +44,7 @@ function QuestionCard(props: {
       await client.send<MissionResponse>(
         'POST',
         `/v1/missions/${encodeURIComponent(props.mission.id)}/answer`,
-        { text },
+        { text, questionId: question.id },
       );
       props.onAnswered();
     } catch (failure) {
@@ -52,8 +55,14 @@ function QuestionCard(props: {
   }
 
   return (
-    <section class="card question" aria-labelledby="question-title" aria-busy={isSending}>
-      <h2 id="question-title">Jarvis asks you</h2>
+    <section
+      class="card question"
+      aria-labelledby={`question-title-${question.id}`}
+      aria-busy={isSending}
+    >
+      <h2 id={`question-title-${question.id}`}>
+        Jarvis asks you{props.isOneOfMany && task ? ` (task ${task.number})` : ''}
+      </h2>
       <p class="msg-text">{question.text}</p>
       <p class="muted">
         {task ? `For task ${task.number}, ${task.title}. ` : ''}Without an answer by{' '}
@@ -61,9 +70,9 @@ function QuestionCard(props: {
       </p>
       <form aria-label="Answer" onSubmit={(event) => void answer(event)}>
         <div class="field">
-          <label for="question-answer">Your answer</label>
+          <label for={`question-answer-${question.id}`}>Your answer</label>
           <textarea
-            id="question-answer"
+            id={`question-answer-${question.id}`}
             rows={3}
             value={text}
             onInput={(event) => setText(event.currentTarget.value)}
@@ -79,6 +88,16 @@ function QuestionCard(props: {
       </form>
     </section>
   );
+}
+
+// The tools and skills a task was given, when the plan named them (no tools named: it may use
+// every tool that needs no approval).
+function TaskUses({ task }: { task: MissionTask }) {
+  const uses = [
+    task.tools?.length ? `Tools: ${task.tools.join(', ')}` : '',
+    task.skills.length > 0 ? `Skills: ${task.skills.join(', ')}` : '',
+  ].filter(Boolean);
+  return uses.length > 0 ? <p class="muted">{uses.join(' · ')}</p> : null;
 }
 
 export function MissionDetailView({ id }: { id: string }) {
@@ -143,14 +162,21 @@ export function MissionDetailView({ id }: { id: string }) {
           </button>
         ) : null}
       </div>
-      {detail.question ? (
+      {detail.questions.length > 1 ? (
+        <p class="muted">
+          Several tasks wait for you. In the chat, your next message answers the first question
+          below; here you can answer each.
+        </p>
+      ) : null}
+      {detail.questions.map((question) => (
         <QuestionCard
-          key={detail.question.id}
+          key={question.id}
           mission={detail}
-          question={detail.question}
+          question={question}
+          isOneOfMany={detail.questions.length > 1}
           onAnswered={mission.reload}
         />
-      ) : null}
+      ))}
       <h2>Tasks</h2>
       <ol class="cards" aria-label="Tasks">
         {detail.tasks.map((task) => (
@@ -164,6 +190,7 @@ export function MissionDetailView({ id }: { id: string }) {
               ) : null}
               {task.runId ? <AppLink href={`/runs/${task.runId}`}>Run</AppLink> : null}
             </p>
+            <TaskUses task={task} />
             {task.result ? <p class="msg-text">{task.result}</p> : null}
             {task.error ? <ErrorNotice message={task.error.message} /> : null}
           </li>

@@ -248,6 +248,15 @@ export const ImportCounts = z.object({
 });
 export type ImportCounts = z.infer<typeof ImportCounts>;
 
+// A current standing rule of the file (a fact of category `rule`) that did not fit: with the
+// user's standing instructions and the rules they have, it would have passed
+// INSTRUCTIONS_TOKEN_CAP, which the API refuses too (the prompt never cuts them). The file's rules
+// are taken in order, each that fits. One that does not is stored ended at the import, so it stays
+// in its fact's history and in no prompt; `reason` says what PUT /v1/me/instructions says past
+// the cap. `id` is the exported id.
+export const RuleOverCap = z.object({ id: Id, content: z.string(), reason: z.string() });
+export type RuleOverCap = z.infer<typeof RuleOverCap>;
+
 // memory.import.records: stores one batch of exported records for the user, in one transaction,
 // under ids derived from the user and the exported ids, and indexes them for search. Records may
 // refer to records of earlier batches: send the types in order.
@@ -256,7 +265,10 @@ export const MemoryImportRecordsRequest = z.object({
   records: z.array(ExportRecord).min(1).max(IMPORT_BATCH_MAX_RECORDS),
 });
 export type MemoryImportRecordsRequest = z.input<typeof MemoryImportRecordsRequest>;
-export const MemoryImportRecordsResponse = z.object({ imported: ImportCounts });
+export const MemoryImportRecordsResponse = z.object({
+  imported: ImportCounts,
+  rulesOverCap: z.array(RuleOverCap),
+});
 export type MemoryImportRecordsResponse = z.infer<typeof MemoryImportRecordsResponse>;
 export const memoryImportRecords = defineRpc(
   'memory.import.records',
@@ -276,10 +288,12 @@ export const NotImportedWorkspaceFile = z.object({
 });
 export type NotImportedWorkspaceFile = z.infer<typeof NotImportedWorkspaceFile>;
 
-// POST /v1/memory/import's answer: what memory and the workspaces added, and the workspace files
-// the import could not store (the rest of the file is imported all the same).
+// POST /v1/memory/import's answer: what memory and the workspaces added, the workspace files the
+// import could not store, and the standing rules it stored ended because they passed the cap,
+// each with its line (the rest of the file is imported all the same).
 export const MemoryExportImportResponse = z.object({
   imported: ImportCounts.extend({ workspaceFiles: Count }),
   notImported: z.array(NotImportedWorkspaceFile),
+  rulesOverCap: z.array(RuleOverCap.extend({ line: z.number().int().min(1) })),
 });
 export type MemoryExportImportResponse = z.infer<typeof MemoryExportImportResponse>;

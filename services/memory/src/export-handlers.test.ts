@@ -8,6 +8,8 @@ import {
   memoryDocumentsIngest,
   memoryExportPage,
   memoryFactsForget,
+  memoryFactsGet,
+  memoryFactsList,
   memoryFactsRemember,
   memoryFactsUpdate,
   memoryFilesDelete,
@@ -15,16 +17,20 @@ import {
   memoryForgetApply,
   memoryImport,
   memoryImportRecords,
+  memoryInstructionsGet,
+  memoryInstructionsPut,
   memoryRecall,
   memorySearch,
 } from '@jarvis/contracts';
 import type { TestDatabase } from '@jarvis/testkit';
+import { estimateTokens } from '@jarvis/tokens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDocumentHandlers } from './documents-handlers';
 import { registerExportHandlers } from './export-handlers';
 import { registerFactHandlers } from './facts-handlers';
 import { registerFileHandlers } from './files-handlers';
 import { registerForgetHandlers } from './forget-handlers';
+import { registerInstructionsHandlers } from './instructions-handlers';
 import { type MemoryFixture, startMemoryFixture } from './memory-fixture';
 import { importedId } from './services/import-records-service';
 
@@ -39,6 +45,7 @@ beforeAll(async () => {
     registerFactHandlers,
     registerFileHandlers,
     registerDocumentHandlers,
+    registerInstructionsHandlers,
   ]);
   ({ db, clientBus } = memory);
 });
@@ -431,6 +438,82 @@ describe('memory.import.records', () => {
       'Tomatoes go by the wall.',
       'They like the warmth.',
     ]);
+  });
+
+  it('keeps the standing tier within its cap: a current rule past it is stored ended and reported', async () => {
+    const userId = randomUUID();
+    const at = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString();
+    const rule = (content: string, fields: Partial<Extract<ExportRecord, { type: 'fact' }>> = {}) =>
+      ({
+        type: 'fact',
+        id: randomUUID(),
+        category: 'rule',
+        content,
+        tags: [],
+        importance: 5,
+        sourceMessageIds: [],
+        validFrom: at(30),
+        validTo: null,
+        supersededBy: null,
+        createdAt: at(30),
+        updatedAt: at(30),
+        ...fields,
+      }) satisfies ExportRecord;
+    // 600 of the 1,000 tokens are the user's own instructions on this install.
+    const instructions = 'Answer in Norwegian. '.repeat(120).trim();
+    await clientBus.request(memoryInstructionsPut, { userId, text: instructions });
+    const fits = rule(`Always quote prices in NOK. ${'Round to whole kroner. '.repeat(30)}`.trim());
+    // Long, but an older version: only current rules take part of the cap.
+    const older = rule('Quote prices in euros. '.repeat(60).trim(), {
+      validTo: at(10),
+      supersededBy: fits.id,
+    });
+    const tooLong = rule(`Sign every answer. ${'With a short poem. '.repeat(40)}`.trim());
+    const short = rule('Use metric units.');
+    const fact = { ...rule('Lives in Bergen.'), category: 'fact' } satisfies ExportRecord;
+    const records = [fits, older, tooLong, short, fact];
+
+    const answer = await clientBus.request(memoryImportRecords, { userId, records });
+
+    const inUse = estimateTokens(instructions) + estimateTokens(fits.content);
+    expect(inUse + estimateTokens(tooLong.content)).toBeGreaterThan(1_000);
+    expect(answer).toEqual({
+      imported: expect.objectContaining({ facts: 5 }),
+      rulesOverCap: [
+        {
+          id: tooLong.id,
+          content: tooLong.content,
+          reason:
+            `standing instructions and rules are capped at 1000 tokens: ${inUse} are in use ` +
+            `and this needs ${estimateTokens(tooLong.content)}; shorten or remove some first`,
+        },
+      ],
+    });
+    const standing = await clientBus.request(memoryFactsList, { userId, category: 'rule' });
+    expect(standing.facts.map((stored) => stored.content).sort()).toEqual(
+      [fits.content, short.content].sort(),
+    );
+    const { instructions: tier } = await clientBus.request(memoryInstructionsGet, { userId });
+    expect(tier.tokens + tier.rulesTokens).toBeLessThanOrEqual(tier.cap);
+    // Ended at the import, kept as history, and in no search.
+    const ended = await clientBus.request(memoryFactsGet, {
+      userId,
+      id: importedId(userId, tooLong.id),
+    });
+    expect(ended.fact).toMatchObject({ content: tooLong.content, supersededBy: null });
+    expect(Date.parse(ended.fact.validTo ?? '')).toBeLessThanOrEqual(Date.now());
+    const found = await clientBus.request(memorySearch, {
+      userId,
+      query: 'sign every answer with a short poem',
+      kinds: ['fact'],
+    });
+    expect(found.results.map((result) => result.id)).not.toContain(importedId(userId, tooLong.id));
+
+    // The same file again adds nothing and reports nothing: its rules are stored.
+    expect(await clientBus.request(memoryImportRecords, { userId, records })).toEqual({
+      imported: expect.objectContaining({ facts: 0 }),
+      rulesOverCap: [],
+    });
   });
 
   it("keeps users apart: each import is the importer's own", async () => {

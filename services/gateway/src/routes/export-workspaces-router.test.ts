@@ -5,6 +5,7 @@ import {
   ExportedWorkspaceFile,
   ExportHeader,
   MemoryExportImportResponse,
+  MemoryInstructionsResponse,
   UPLOADS_BUCKET,
   workspaceFileUrl,
 } from '@jarvis/contracts';
@@ -170,6 +171,7 @@ describe('workspace files in the memory export', () => {
           reason: "missions are not in the export, so a mission's files have no mission to go to",
         },
       ],
+      rulesOverCap: [],
     });
     const bobs = await exportOf(bob.key);
     const conversation = bobs.lines.find((line) => line.type === 'conversation');
@@ -267,7 +269,62 @@ describe('workspace files in the memory export', () => {
     expect(answer).toEqual({
       imported: expect.objectContaining({ conversations: 1, messages: 1, workspaceFiles: 0 }),
       notImported: [],
+      rulesOverCap: [],
     });
+  });
+});
+
+describe('standing rules in an import', () => {
+  it('stores a rule past the cap ended, and names it with its line and the reason', async () => {
+    const grace = await newUser();
+    // 600 of the 1,000 tokens.
+    const instructions = 'Keep it short. '.repeat(160).trim();
+    const put = await fetch(`${harness.url}/me/instructions`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${grace}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: instructions }),
+    });
+    expect(put.status, await put.text()).toBe(200);
+    const rule = (content: string) => ({
+      type: 'fact',
+      id: randomUUID(),
+      category: 'rule',
+      content,
+      tags: [],
+      importance: 5,
+      sourceMessageIds: [],
+      validFrom: '2026-01-01T00:00:00.000Z',
+      validTo: null,
+      supersededBy: null,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    });
+    const fits = rule('Use metric units.');
+    const tooLong = rule('Cite a source for every claim. '.repeat(60).trim());
+    const file = [
+      { type: 'header', format: 'jarvis-memory', version: 2, exportedAt: '2026-02-01T00:00:00Z' },
+      fits,
+      tooLong,
+    ]
+      .map((line) => JSON.stringify(line))
+      .join('\n');
+
+    const answer = await importFile(grace, file);
+
+    expect(answer.imported.facts).toBe(2);
+    expect(answer.rulesOverCap).toEqual([
+      {
+        line: 3,
+        id: tooLong.id,
+        content: tooLong.content,
+        reason: expect.stringMatching(/^standing instructions and rules are capped at 1000 tokens/),
+      },
+    ]);
+    const response = await fetch(`${harness.url}/me/instructions`, {
+      headers: { authorization: `Bearer ${grace}` },
+    });
+    const { instructions: tier } = MemoryInstructionsResponse.parse(await response.json());
+    expect(tier.rulesTokens).toBe(Math.ceil(fits.content.length / 4));
   });
 });
 

@@ -13,6 +13,7 @@ import {
   memoryImportRecords,
   type NotImportedWorkspaceFile,
   newWorkspaceBlobName,
+  type RuleOverCap,
   toolsWorkspacesPut,
 } from '@jarvis/contracts';
 import { HttpError } from '@jarvis/service-kit';
@@ -141,6 +142,12 @@ class ExportFileChecker {
     if (!this.hasHeader) throw lineError(1, 'expected the export header; the file is empty');
     return orderForImport(this.records);
   }
+
+  // Each fact's line, by its id (unique once finish has checked the file), for the answer to
+  // name a rule's line.
+  factLines(): Map<string, number> {
+    return new Map(ofType(this.records, 'fact').map(({ record, line }) => [record.id, line]));
+  }
 }
 
 type CheckedExportFile = {
@@ -169,6 +176,7 @@ async function readExportFile(
   unsent: Set<string>,
 ): Promise<{
   records: ExportRecord[];
+  factLines: Map<string, number>;
   workspaceFiles: StagedWorkspaceFile[];
   missionFiles: NotImportedWorkspaceFile[];
 }> {
@@ -185,7 +193,12 @@ async function readExportFile(
     }
     workspaceFiles.push(await stageWorkspaceFile(store, workspaceFile, unsent));
   }
-  return { records: checker.finish(), workspaceFiles, missionFiles };
+  return {
+    records: checker.finish(),
+    factLines: checker.factLines(),
+    workspaceFiles,
+    missionFiles,
+  };
 }
 
 async function stageWorkspaceFile(
@@ -397,7 +410,7 @@ export async function importMemory(
   const store = await deps.uploads();
   const unsent = new Set<string>();
   try {
-    const { records, workspaceFiles, missionFiles } = await readExportFile(
+    const { records, factLines, workspaceFiles, missionFiles } = await readExportFile(
       lines,
       {
         maxRecordBytes: maxPayload - PAYLOAD_MARGIN_BYTES,
@@ -415,8 +428,12 @@ export async function importMemory(
       unsent,
     });
     return {
-      imported: { ...memory, workspaceFiles: workspaces.imported },
+      imported: { ...memory.imported, workspaceFiles: workspaces.imported },
       notImported: [...missionFiles, ...workspaces.notImported].sort((a, b) => a.line - b.line),
+      rulesOverCap: memory.rulesOverCap
+        // Memory names only facts of the file, so each has a line.
+        .map((rule) => ({ ...rule, line: factLines.get(rule.id) ?? 1 }))
+        .sort((a, b) => a.line - b.line),
     };
   } finally {
     // Files never sent on (a bad line later in the file, a service down, no workspace to go to):
@@ -430,14 +447,17 @@ async function importRecords(
   userId: string,
   records: ExportRecord[],
   maxPayload: number,
-): Promise<ImportCounts> {
+): Promise<{ imported: ImportCounts; rulesOverCap: RuleOverCap[] }> {
   const total = { ...NOTHING };
+  const rulesOverCap: RuleOverCap[] = [];
   for (const batch of planBatches(records, maxPayload * BATCH_SHARE_OF_MAX_PAYLOAD)) {
-    const { imported } = await bus.request(
+    const answer = await bus.request(
       memoryImportRecords,
       { userId, records: batch },
       { timeoutMs: BATCH_TIMEOUT_MS },
     );
+    const { imported } = answer;
+    rulesOverCap.push(...answer.rulesOverCap);
     total.conversations += imported.conversations;
     total.messages += imported.messages;
     total.summaries += imported.summaries;
@@ -445,7 +465,7 @@ async function importRecords(
     total.files += imported.files;
     total.documents += imported.documents;
   }
-  return total;
+  return { imported: total, rulesOverCap };
 }
 
 // Each file goes through tools.workspaces.put, which deletes its blob whatever it answers. One the

@@ -117,9 +117,26 @@ export type RestoredFact = {
   supersededBy: string | null;
   createdAt: string;
   updatedAt: string;
+  // Stored as ended now, by the database's clock, whatever the file says: a current standing
+  // rule that would pass the cap.
+  endsAtImport: boolean;
 };
 
 export type InsertedFact = { id: string; content: string; createdAt: string; isValid: boolean };
+
+// Which of these fact ids the user has already (a file imported before).
+export async function listStoredFactIds(
+  db: Queryable,
+  userId: string,
+  ids: string[],
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM memory.facts WHERE user_id = $1 AND id = ANY($2::uuid[])',
+    [userId, ids],
+  );
+  return new Set(rows.map((row) => row.id));
+}
 
 // One statement, so a version may name a successor anywhere in the batch (the foreign key is
 // checked when the statement ends); a successor in another batch must have come before.
@@ -138,10 +155,14 @@ export async function insertRestoredFacts(
     `INSERT INTO memory.facts (id, user_id, category, content, tags, importance,
        source_message_ids, valid_from, valid_to, superseded_by, created_at, updated_at)
      SELECT t.id, $1, t.category, t.content, t.tags, t.importance, t.source_message_ids,
-       t.valid_from, t.valid_to, t.superseded_by, t.created_at, t.updated_at
+       CASE WHEN t.ends_at_import THEN least(t.valid_from, now()) ELSE t.valid_from END,
+       CASE WHEN t.ends_at_import THEN now() ELSE t.valid_to END,
+       t.superseded_by, t.created_at,
+       CASE WHEN t.ends_at_import THEN now() ELSE t.updated_at END
      FROM jsonb_to_recordset($2::jsonb) AS t(id uuid, category text, content text, tags text[],
        importance int, source_message_ids uuid[], valid_from timestamptz, valid_to timestamptz,
-       superseded_by uuid, created_at timestamptz, updated_at timestamptz)
+       superseded_by uuid, created_at timestamptz, updated_at timestamptz,
+       ends_at_import boolean)
      ON CONFLICT DO NOTHING
      RETURNING id, content, created_at, ${isOpenFact()} AS is_valid`,
     [
@@ -159,6 +180,7 @@ export async function insertRestoredFacts(
           superseded_by: fact.supersededBy,
           created_at: fact.createdAt,
           updated_at: fact.updatedAt,
+          ends_at_import: fact.endsAtImport,
         })),
       ),
     ],

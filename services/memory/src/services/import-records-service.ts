@@ -5,12 +5,14 @@ import type {
   ExportRecordType,
   MemoryImportRecordsRequest,
   MemoryImportRecordsResponse,
+  RuleOverCap,
 } from '@jarvis/contracts';
 import { type Pool, type PoolClient, withBatchTransaction } from '@jarvis/db';
 import { countTermsByItem, LOCAL_EMBEDDING_MODEL } from '@jarvis/embeddings';
 import type { z } from 'zod';
 import { findConversation } from '../repositories/conversations-repository';
 import { upsertLocalEmbeddings } from '../repositories/embeddings-repository';
+import { lockUserFacts } from '../repositories/facts-repository';
 import {
   insertRestoredChunks,
   insertRestoredConversations,
@@ -20,6 +22,7 @@ import {
   insertRestoredFileVersions,
   insertRestoredSummaries,
   listChunksToIndex,
+  listStoredFactIds,
   type StoredChunk,
 } from '../repositories/import-repository';
 import { insertMessagesInOrder } from '../repositories/messages-repository';
@@ -29,6 +32,7 @@ import { indexChunks } from './documents-service';
 import { indexFact } from './facts-service';
 import { indexFile } from './index-files';
 import { indexMessages } from './index-messages';
+import { findRulesOverCap } from './instructions-service';
 
 type ImportRequest = z.output<typeof MemoryImportRecordsRequest>;
 type RecordOf<T extends ExportRecordType> = Extract<ExportRecord, { type: T }>;
@@ -126,11 +130,16 @@ async function restoreBatch(
   );
   for (const summary of summaries) await indexSummary(db, userId, summary);
 
+  const factRecords = recordsOf(records, 'fact');
+  const rulesOverCap = await findRestoredRulesOverCap(db, userId, factRecords);
   const facts = await insertRestoredFacts(
     db,
     userId,
-    recordsOf(records, 'fact').map((fact) => ({
+    // A rule over the cap is stored ended rather than left out: an older version in the file
+    // names it as its successor, and the history keeps what the user had.
+    factRecords.map((fact) => ({
       ...fact,
+      endsAtImport: rulesOverCap.has(fact.id),
       id: newId(fact.id),
       sourceMessageIds: fact.sourceMessageIds.map(newId),
       supersededBy: fact.supersededBy === null ? null : newId(fact.supersededBy),
@@ -179,7 +188,39 @@ async function restoreBatch(
       files: files.length,
       documents: documents.length,
     },
+    rulesOverCap: [...rulesOverCap.values()],
   };
+}
+
+// The batch's current rules that the user has not imported before, each if it fits the cap
+// with what is in use (the API's rule: never past it, the prompt never cuts them). The others,
+// by exported id. Under the lock rules are stored under, so a rule stored meanwhile is counted.
+async function findRestoredRulesOverCap(
+  db: PoolClient,
+  userId: string,
+  facts: RecordOf<'fact'>[],
+): Promise<Map<string, RuleOverCap>> {
+  await lockUserFacts(db, userId);
+  const now = Date.now();
+  const rules = facts.filter(
+    (fact) => fact.category === 'rule' && (fact.validTo === null || Date.parse(fact.validTo) > now),
+  );
+  const stored = await listStoredFactIds(
+    db,
+    userId,
+    rules.map((rule) => importedId(userId, rule.id)),
+  );
+  const reasons = await findRulesOverCap(
+    db,
+    userId,
+    rules.filter((rule) => !stored.has(importedId(userId, rule.id))),
+  );
+  const overCap = new Map<string, RuleOverCap>();
+  for (const rule of rules) {
+    const reason = reasons.get(rule.id);
+    if (reason) overCap.set(rule.id, { id: rule.id, content: rule.content, reason });
+  }
+  return overCap;
 }
 
 async function restoreMessages(

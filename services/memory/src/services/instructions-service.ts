@@ -31,12 +31,25 @@ async function readInstructions(db: Queryable, userId: string) {
   return { text: text ?? '', rulesTokens: tokensOfRules(rules) };
 }
 
-function overCap(used: number, adding: number): BusError {
-  return new BusError(
-    'bad_request',
+// One wording of the cap for the API's refusals and an import's report.
+function overCapReason(used: number, adding: number): string {
+  return (
     `standing instructions and rules are capped at ${INSTRUCTIONS_TOKEN_CAP} tokens: ` +
-      `${used} are in use and this needs ${adding}; shorten or remove some first`,
+    `${used} are in use and this needs ${adding}; shorten or remove some first`
   );
+}
+
+function overCap(used: number, adding: number): BusError {
+  return new BusError('bad_request', overCapReason(used, adding));
+}
+
+// The tokens the user's instructions and standing rules take, but for the rule `replacing`.
+async function tokensInUse(db: Queryable, userId: string, replacing?: string): Promise<number> {
+  const [text, rules] = await Promise.all([
+    findInstructions(db, userId),
+    listStandingRules(db, userId),
+  ]);
+  return estimateTokens(text ?? '') + tokensOfRules(rules, replacing);
 }
 
 export async function getInstructions(
@@ -77,11 +90,29 @@ export async function ensureRuleFits(
   content: string,
   replacing?: string,
 ): Promise<void> {
-  const [text, rules] = await Promise.all([
-    findInstructions(db, userId),
-    listStandingRules(db, userId),
-  ]);
-  const used = estimateTokens(text ?? '') + tokensOfRules(rules, replacing);
+  const used = await tokensInUse(db, userId, replacing);
   const adding = estimateTokens(content);
   if (used + adding > INSTRUCTIONS_TOKEN_CAP) throw overCap(used, adding);
+}
+
+// Of standing rules that arrive together (an import), each in turn that fits beside what is in
+// use and the ones before it, as ensureRuleFits would let them in one by one: the others, by id,
+// with why, in the words the API refuses one with. The caller holds lockUserFacts.
+export async function findRulesOverCap(
+  db: PoolClient,
+  userId: string,
+  rules: { id: string; content: string }[],
+): Promise<Map<string, string>> {
+  const overCapById = new Map<string, string>();
+  if (rules.length === 0) return overCapById;
+  let used = await tokensInUse(db, userId);
+  for (const rule of rules) {
+    const adding = estimateTokens(rule.content);
+    if (used + adding > INSTRUCTIONS_TOKEN_CAP) {
+      overCapById.set(rule.id, overCapReason(used, adding));
+    } else {
+      used += adding;
+    }
+  }
+  return overCapById;
 }

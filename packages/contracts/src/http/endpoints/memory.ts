@@ -44,7 +44,10 @@ export const MEMORY_ENDPOINTS: Endpoint[] = [
       'Every line is checked first; a bad one answers 400 naming its line, and nothing is ' +
       'imported. The same file imported twice adds nothing. A workspace file that cannot be ' +
       "stored (over the file size limit or the quota, a mission's) is listed in notImported " +
-      'and the rest is imported. Also accepts Content-Type text/plain.',
+      'and the rest is imported. A current standing rule that would take your standing ' +
+      'instructions and rules past their token cap is stored ended (in its history, in no ' +
+      'prompt) and listed in rulesOverCap, as the API refuses one past the cap. Also accepts ' +
+      'Content-Type text/plain.',
     tag: 'memory',
     auth: 'user',
     body: ndjson(ExportLine),

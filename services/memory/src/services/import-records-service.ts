@@ -194,17 +194,21 @@ async function restoreBatch(
 
 // The batch's current rules that the user has not imported before, each if it fits the cap
 // with what is in use (the API's rule: never past it, the prompt never cuts them). The others,
-// by exported id. Under the lock rules are stored under, so a rule stored meanwhile is counted.
+// by exported id. Under the lock rules are stored under, so a rule stored meanwhile is counted;
+// only a batch with such rules takes it, since it holds until the batch ends, and the user's
+// turns store their facts under it.
 async function findRestoredRulesOverCap(
   db: PoolClient,
   userId: string,
   facts: RecordOf<'fact'>[],
 ): Promise<Map<string, RuleOverCap>> {
-  await lockUserFacts(db, userId);
+  const overCap = new Map<string, RuleOverCap>();
   const now = Date.now();
   const rules = facts.filter(
     (fact) => fact.category === 'rule' && (fact.validTo === null || Date.parse(fact.validTo) > now),
   );
+  if (rules.length === 0) return overCap;
+  await lockUserFacts(db, userId);
   const stored = await listStoredFactIds(
     db,
     userId,
@@ -215,7 +219,6 @@ async function findRestoredRulesOverCap(
     userId,
     rules.filter((rule) => !stored.has(importedId(userId, rule.id))),
   );
-  const overCap = new Map<string, RuleOverCap>();
   for (const rule of rules) {
     const reason = reasons.get(rule.id);
     if (reason) overCap.set(rule.id, { id: rule.id, content: rule.content, reason });

@@ -13,6 +13,7 @@ import { type Api, type Bot, type Context, GrammyError } from 'grammy';
 import type { Redis } from 'ioredis';
 import { v5 as uuidv5 } from 'uuid';
 import { findTelegramLinkByChat } from '../channels-repository';
+import { cut } from '../pipeline/map-event';
 import { getSettings } from '../settings-repository';
 import { redeemLinkCode } from './link-codes';
 import { findQuestionMessage, type QuestionMessage } from './question-messages-repository';
@@ -194,7 +195,7 @@ async function answerQuestion(
       { userId: question.userId, id: question.missionId, questionId: question.questionId, text },
       { timeoutMs: deps.submitTimeoutMs },
     );
-    await ctx.reply(`I passed your answer on to the mission “${mission.objective}”.`);
+    await ctx.reply(`I passed your answer on to the mission “${cut(mission.objective, 120)}”.`);
   } catch (error) {
     if (isBusError(error) && (error.code === 'conflict' || error.code === 'not_found')) {
       await ctx.reply(

@@ -211,6 +211,15 @@ describe('one fact, stored once', () => {
       'add',
     ]);
     expect(extractions[1]?.changes[0]?.factId).toBe(later.fact.id);
+
+    // Undone, the known fact is back with the end it had.
+    await memory.clientBus.request(memoryExtractionsUndo, {
+      userId,
+      id: extractions[1]?.id ?? '',
+    });
+    expect(await listFacts(userId)).toMatchObject([
+      { content: first.fact.content, validTo: first.fact.validTo },
+    ]);
   });
 
   it(

@@ -26,7 +26,7 @@ import { findMessageTexts, type MessageText } from '../repositories/messages-rep
 import { messageSource } from '../repositories/search-repository';
 import { summarySource } from '../repositories/summaries-repository';
 import { readTerms } from '../repositories/terms-repository';
-import { type AppliedOperation, operationOfStored } from './extractions-service';
+import { type AppliedOperation, operationOfStored, replacedEnd } from './extractions-service';
 import { normaliseFactText } from './fact-text';
 import { invalidateFact, isOpen, storeFact, storeFactVersion } from './facts-service';
 import type { ExtractionOutcome } from './memory-metrics';
@@ -496,7 +496,13 @@ async function supersedeFact(
     ...validUntil(context, operation),
   });
   await invalidateFact(context.db, context.userId, current.id, successor.id);
-  return { op: 'update', factId: current.id, newFactId: successor.id, content: successor.content };
+  return {
+    op: 'update',
+    factId: current.id,
+    newFactId: successor.id,
+    content: successor.content,
+    ...replacedEnd(current),
+  };
 }
 
 async function closeShownFact(
@@ -510,6 +516,7 @@ async function closeShownFact(
     op: 'invalidate',
     factId: target.fact.id,
     content: target.fact.content,
+    ...replacedEnd(target.fact),
     ...(operation.reason === undefined ? {} : { reason: operation.reason }),
   };
 }

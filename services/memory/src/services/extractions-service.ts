@@ -3,6 +3,7 @@ import { BusError } from '@jarvis/bus';
 import type {
   Extraction,
   ExtractionChange,
+  Fact,
   MemoryExtractionsListRequest,
   MemoryExtractionsListResponse,
   MemoryExtractionsUndoRequest,
@@ -34,7 +35,15 @@ export type AppliedOperation = {
   ignored?: string;
   // "remember this": the message the fact was taken from, condensed later when it is long.
   referentMessageId?: string;
+  // The end the updated or invalidated version had, which closing it overwrote: an undo gives
+  // the version back with it.
+  replacedValidTo?: string;
 };
+
+// What an update or an invalidation records of the version it closes.
+export function replacedEnd(fact: Pick<Fact, 'validTo'>): { replacedValidTo?: string } {
+  return fact.validTo === null ? {} : { replacedValidTo: fact.validTo };
+}
 
 // A fact the agent's remember tool stored during a turn is something Jarvis learned too: it gets
 // its own row (the turn's extraction has one of its own), so the Learned view shows and undoes it.
@@ -58,7 +67,13 @@ export async function recordRememberedByTool(
 // new version (an update, so undoing it puts the known version back).
 export function operationOfStored({ fact, isDuplicate, supersedes }: StoredFact): AppliedOperation {
   if (supersedes) {
-    return { op: 'update', factId: supersedes, newFactId: fact.id, content: fact.content };
+    return {
+      op: 'update',
+      factId: supersedes.id,
+      newFactId: fact.id,
+      content: fact.content,
+      ...replacedEnd(supersedes),
+    };
   }
   return { op: isDuplicate ? 'noop' : 'add', factId: fact.id, content: fact.content };
 }
@@ -109,11 +124,13 @@ async function undoOperation(
     case 'update': {
       if (!operation.factId || !operation.newFactId) return;
       await closeIfOpen(db, userId, operation.newFactId);
-      await reopenAsCopy(db, userId, operation.factId);
+      await reopenAsCopy(db, userId, operation.factId, operation.replacedValidTo);
       return;
     }
     case 'invalidate':
-      if (operation.factId) await reopenAsCopy(db, userId, operation.factId);
+      if (operation.factId) {
+        await reopenAsCopy(db, userId, operation.factId, operation.replacedValidTo);
+      }
       return;
     case 'noop':
       return;
@@ -126,15 +143,25 @@ async function closeIfOpen(db: PoolClient, userId: string, factId: string): Prom
   if (fact && isOpen(fact)) await invalidateFact(db, userId, fact.id, null);
 }
 
-async function reopenAsCopy(db: PoolClient, userId: string, factId: string): Promise<void> {
+// With the end it had before it was closed; one that has passed since is not reopened, as it
+// would have ended by now.
+async function reopenAsCopy(
+  db: PoolClient,
+  userId: string,
+  factId: string,
+  validTo: string | undefined,
+): Promise<void> {
   const fact = await lockFact(db, userId, factId);
   if (!fact || isOpen(fact)) return;
+  const end = validTo === undefined ? undefined : new Date(validTo);
+  if (end && end.getTime() <= Date.now()) return;
   await storeFact(db, userId, {
     category: fact.category,
     content: fact.content,
     tags: fact.tags,
     importance: fact.importance,
     sourceMessageIds: fact.sourceMessageIds,
+    validTo: end,
   });
 }
 

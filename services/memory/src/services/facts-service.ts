@@ -56,8 +56,9 @@ const DUPLICATE_CANDIDATES = 5;
 export type StoredFact = {
   fact: Fact;
   isDuplicate: boolean;
-  // The known version `fact` succeeds: the repeat gave the known fact a later end.
-  supersedes?: string;
+  // The known version `fact` succeeds, as it was before it was closed: the repeat gave the
+  // known fact a later end.
+  supersedes?: Fact;
 };
 
 // The one way a new fact is stored (the remember command, the remember tool, extraction, the
@@ -102,7 +103,7 @@ export async function storeFact(
       validTo: end,
     });
     await invalidateFact(db, userId, known.id, fact.id);
-    return { fact, isDuplicate: true, supersedes: known.id };
+    return { fact, isDuplicate: true, supersedes: known };
   }
   if (isRule) await ensureRuleFits(db, userId, fields.content);
   return { fact: await storeFactVersion(db, userId, fields), isDuplicate: false };

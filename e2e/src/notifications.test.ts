@@ -4,6 +4,7 @@ import {
   ChannelsListResponse,
   DeliveriesListResponse,
   type Delivery,
+  MissionResponse,
   ScheduleResponse,
   SECRET_MASK,
   TelegramLinkResponse,
@@ -13,6 +14,7 @@ import {
   type HttpRecorder,
   SERVICE_NAMES,
   type StackFixture,
+  sentMessages,
   startHttpRecorder,
   startStackFixture,
   waitFor,
@@ -208,6 +210,68 @@ describe('notifications through the whole stack', () => {
     expect(JSON.parse(sent.body)).toMatchObject({ chat_id: String(CHAT_ID), parse_mode: 'HTML' });
     // The token is in the path of every Bot API request, as Telegram wants it: only there.
     expect(sent.path).toBe(`/bot${SECRETS.botToken}/sendMessage`);
+  });
+
+  it("asks a mission's question in the Telegram chat, and a reply to it answers that question", async () => {
+    fixture.fake.onChat((request) => {
+      const messages = sentMessages(request);
+      if (!messages[0]?.content.includes('one task of a mission')) return {};
+      const answered = messages.find((message) => message.role === 'tool');
+      return answered
+        ? { content: `Booked by ${answered.content}` }
+        : { toolCalls: [{ name: 'ask_user', arguments: { question: 'Train or plane?' } }] };
+    });
+    const created = await api(key, 'POST', '/v1/missions', {
+      objective: 'Book the trip to Oslo',
+      tasks: [{ title: 'Book the transport', brief: 'Book a train or a plane to Oslo.' }],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const { id } = MissionResponse.parse(created.body).mission;
+    const asked = await waitFor(
+      () =>
+        telegram.sent.find(
+          (message) =>
+            String(message.body.text).includes('Train or plane?') && message.body.reply_markup,
+        ),
+      { timeoutMs: 30_000, what: 'the question in the Telegram chat' },
+    );
+    expect(asked.body).toMatchObject({
+      chat_id: String(CHAT_ID),
+      reply_markup: { force_reply: true },
+    });
+    expect(String(asked.body.text)).toContain('Reply to this message to answer it.');
+
+    telegram.sendToBot({
+      message_id: 2,
+      date: Math.floor(Date.now() / 1_000),
+      chat: { id: CHAT_ID, type: 'private', first_name: 'Ines', username: 'ines_tg' },
+      from: { id: CHAT_ID, is_bot: false, first_name: 'Ines', username: 'ines_tg' },
+      text: 'The train.',
+      reply_to_message: {
+        message_id: asked.messageId,
+        date: Math.floor(Date.now() / 1_000),
+        chat: { id: CHAT_ID, type: 'private' },
+        text: String(asked.body.text),
+      },
+    });
+
+    const mission = await waitFor(
+      async () => {
+        const detail = MissionResponse.parse(
+          (await api(key, 'GET', `/v1/missions/${id}`)).body,
+        ).mission;
+        return detail.status === 'completed' ? detail : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the mission to complete' },
+    );
+    expect(mission.tasks[0]?.result).toBe('Booked by {"answer":"The train."}');
+    await waitFor(
+      () =>
+        telegram.sent.find((message) =>
+          String(message.body.text).startsWith('I passed your answer on to the mission'),
+        ),
+      { timeoutMs: 10_000, what: 'the note that the answer was passed on' },
+    );
   });
 
   it('sends through ntfy with its token, which is answered only as the mask', async () => {

@@ -6,6 +6,8 @@ export type TelegramStandIn = {
   // TELEGRAM_API_ROOT for the stack.
   url: string;
   recorder: HttpRecorder;
+  // What the bot sent (sendMessage's body), with the message_id it was answered with.
+  sent: { messageId: number; body: Record<string, unknown> }[];
   // A message to the bot, as getUpdates will serve it.
   sendToBot(message: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -17,13 +19,14 @@ export type TelegramStandIn = {
 export async function startTelegramStandIn(): Promise<TelegramStandIn> {
   const recorder = await startHttpRecorder();
   const updates: { update_id: number; message: Record<string, unknown> }[] = [];
+  const sent: TelegramStandIn['sent'] = [];
   recorder.respondWith((request, response) => {
     const answer = (result: unknown) =>
       response
         .writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ ok: true, result }));
     const method = request.path.split('/').at(-1);
-    const body = (request.body ? JSON.parse(request.body) : {}) as {
+    const body = (request.body ? JSON.parse(request.body) : {}) as Record<string, unknown> & {
       offset?: number;
       chat_id?: number;
     };
@@ -39,8 +42,10 @@ export async function startTelegramStandIn(): Promise<TelegramStandIn> {
       if (due.length > 0) answer(due);
       else setTimeout(() => answer([]), 300);
     } else if (method === 'sendMessage') {
+      const messageId = sent.length + 1;
+      sent.push({ messageId, body });
       answer({
-        message_id: recorder.requests.length,
+        message_id: messageId,
         date: Math.floor(Date.now() / 1_000),
         chat: { id: body.chat_id, type: 'private' },
         text: '',
@@ -52,6 +57,7 @@ export async function startTelegramStandIn(): Promise<TelegramStandIn> {
   return {
     url: recorder.url,
     recorder,
+    sent,
     sendToBot(message) {
       updates.push({ update_id: updates.length + 1, message });
     },

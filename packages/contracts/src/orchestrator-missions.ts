@@ -133,8 +133,8 @@ export const Mission = z.object({
 });
 export type Mission = z.infer<typeof Mission>;
 
-// The question longest waiting for its user's answer, of those the mission's tasks asked: its
-// text is also in the mission's conversation.
+// A question one of the mission's tasks asked, waiting for its user's answer: its text is also
+// in the mission's conversation.
 export const MissionQuestion = z.object({
   id: Id,
   taskId: Id,
@@ -147,6 +147,7 @@ export type MissionQuestion = z.infer<typeof MissionQuestion>;
 
 export const MissionDetail = Mission.extend({
   tasks: z.array(MissionTask),
+  // The question longest waiting (the first of questions), or null.
   question: MissionQuestion.nullable(),
   // Every question waiting for an answer, longest waiting first (tasks in parallel may each ask).
   questions: z.array(MissionQuestion),

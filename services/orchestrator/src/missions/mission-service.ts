@@ -264,10 +264,10 @@ export function withIds(tasks: readonly MissionTaskPlan[]) {
 export async function getMission(pool: Pool, userId: string, id: string): Promise<MissionDetail> {
   const mission = await findMission(pool, userId, id);
   if (!mission) throw new BusError('not_found', 'mission not found');
-  const [tasks, pending] = await Promise.all([
-    listTasks(pool, userId, id),
-    listPendingQuestions(pool, { userId, missionId: id }),
-  ]);
+  // Questions first, then tasks: a question and its task's `waiting` commit together, so a
+  // question seen means its task is seen waiting (read in parallel, the two could disagree).
+  const pending = await listPendingQuestions(pool, { userId, missionId: id });
+  const tasks = await listTasks(pool, userId, id);
   const { userId: _user, timeZone: _zone, ...shown } = mission;
   const questions = pending.map(publicQuestion);
   return {

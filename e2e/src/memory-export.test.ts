@@ -10,6 +10,7 @@ import {
   MemoryFactsRememberResponse,
   MemoryForgetApplyResponse,
   MemoryForgetPreviewResponse,
+  MemoryInstructionsResponse,
   MemorySearchResponse,
   workspaceFileUrl,
 } from '@jarvis/contracts';
@@ -48,6 +49,7 @@ function reply(request: FakeLlmRequest): { content: string } {
   return { content: '{"operations": []}' };
 }
 
+const INSTRUCTIONS = 'Answer in English. Keep answers short.';
 const SUMMARY = 'SUMMARY: the user planned raised garden beds with tomatoes by the wall.';
 const GARDEN = Array.from({ length: 12 }, (_, i) => ({
   role: i % 2 === 0 ? 'user' : 'assistant',
@@ -111,7 +113,7 @@ function remapIds(record: ExportFileRecord, map: Map<string, string>): Record<st
 // within each type: everything else, order included, must be the same. A workspace file's id is
 // its conversation's, so it follows the conversation's match.
 function expectSameMemory(copy: Exported, original: Exported) {
-  expect(copy.header).toMatchObject({ type: 'header', format: 'jarvis-memory', version: 2 });
+  expect(copy.header).toMatchObject({ type: 'header', format: 'jarvis-memory', version: 3 });
   expect(countByType(copy.records)).toEqual(countByType(original.records));
   const map = new Map<string, string>();
   for (const type of ExportRecordType.options) {
@@ -272,6 +274,10 @@ describe('export and import of a whole memory', () => {
       });
       expect(write.status).toBe(200);
     }
+    const instructions = await call(first, 'PUT', '/v1/me/instructions', alice, {
+      text: INSTRUCTIONS,
+    });
+    expect(instructions.status, await instructions.text()).toBe(200);
     const document = await call(first, 'POST', '/v1/memory/documents', alice, {
       title: 'Lighthouse log',
       contentType: 'text/plain',
@@ -288,11 +294,14 @@ describe('export and import of a whole memory', () => {
 
   it('exports every kind of record, with its history', () => {
     expect(exported.text.split('\n')[0]).toMatch(
-      /^\{"type":"header","format":"jarvis-memory","version":2,"exportedAt":"/,
+      /^\{"type":"header","format":"jarvis-memory","version":3,"exportedAt":"/,
     );
     const { records } = exported;
     const counts = countByType(records);
+    // Her standing instructions come first.
+    expect(records[0]).toMatchObject({ type: 'instructions', text: INSTRUCTIONS });
     expect(counts).toMatchObject({
+      instructions: 1,
       conversation: 2,
       message: 4 + GARDEN.length,
       summary: 1,
@@ -438,6 +447,10 @@ describe('export and import of a whole memory', () => {
     const { apiKey } = await fresh.createUser('alice-again');
     await importInto(fresh, apiKey, exported.text);
     expectSameMemory(await exportOf(fresh, apiKey), exported);
+    const instructions = await call(fresh, 'GET', '/v1/me/instructions', apiKey);
+    expect(MemoryInstructionsResponse.parse(await instructions.json()).instructions.text).toBe(
+      INSTRUCTIONS,
+    );
     expect((await search(fresh, apiKey, 'passport number')).map((result) => result.text)).toContain(
       'My passport number is X1234567.',
     );

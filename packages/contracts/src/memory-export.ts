@@ -16,19 +16,22 @@ import {
   FactTags,
 } from './memory-facts';
 import { FileContent, FileMetadata, FilePath, FileTags } from './memory-files';
+import { InstructionsText } from './memory-instructions';
 import { WorkspaceKind, WorkspacePath } from './tools-workspaces';
 
-// Everything a user's memory holds, as JSON Lines: a header, then one record per line, each type
-// after the types it refers to, then the files of the user's workspaces. Ids are the exporting
+// Everything a user's memory holds, as JSON Lines: a header, then the user's standing instructions,
+// then one record per line, each type after the types it refers to, then the files of the user's
+// workspaces. Ids are the exporting
 // install's: an import gives every record a new id derived from the importing user and the
 // exported id, so importing a file twice adds nothing and two users can import the same file.
 // Forgotten messages are not exported.
 
 export const EXPORT_FORMAT = 'jarvis-memory';
-// 2 added workspace files (type workspaceFile). A version 1 file still imports; an install that
-// knows only version 1 refuses a version 2 file at its header, not after reading the memory.
-export const EXPORT_VERSION = 2;
-const IMPORTABLE_VERSIONS = [1, EXPORT_VERSION];
+// 2 added workspace files (type workspaceFile); 3 the standing instructions (type instructions).
+// Older versions still import; an install that knows only older ones refuses a newer file at its
+// header, not after reading the memory.
+export const EXPORT_VERSION = 3;
+const IMPORTABLE_VERSIONS = [1, 2, EXPORT_VERSION];
 export const EXPORT_PAGE_MAX_RECORDS = 500;
 export const IMPORT_BATCH_MAX_RECORDS = 1_000;
 
@@ -49,6 +52,14 @@ export const ExportedConversation = z.strictObject({
   id: RecordId,
   isDefault: z.boolean(),
   createdAt: Timestamp,
+});
+
+// The user's standing instructions, when they have written some: the line after the header, so
+// an import has set them before it checks the file's standing rules against the cap they share.
+export const ExportedInstructions = z.strictObject({
+  type: z.literal('instructions'),
+  text: InstructionsText.min(1),
+  updatedAt: Timestamp,
 });
 
 // In conversation order.
@@ -157,8 +168,10 @@ export const ExportedDocumentChunk = z.strictObject({
   createdAt: Timestamp,
 });
 
-// In export and import order: each type refers only to types before it.
+// In export and import order: each type refers only to types before it, and the instructions
+// come first, to count against the cap before any rule does.
 export const ExportRecordType = z.enum([
+  'instructions',
   'conversation',
   'message',
   'summary',
@@ -173,6 +186,7 @@ export type ExportRecordType = z.infer<typeof ExportRecordType>;
 export const ExportRecord = z.discriminatedUnion(
   'type',
   [
+    ExportedInstructions,
     ExportedConversation,
     ExportedMessage,
     ExportedSummary,
@@ -257,17 +271,34 @@ export type ImportCounts = z.infer<typeof ImportCounts>;
 export const RuleOverCap = z.object({ id: Id, content: z.string(), reason: z.string() });
 export type RuleOverCap = z.infer<typeof RuleOverCap>;
 
+// What an import did with the file's standing instructions. The user's own always stand: a user
+// with none takes the file's (`imported`), unless with the rules they have they would pass
+// INSTRUCTIONS_TOKEN_CAP, which PUT /v1/me/instructions refuses too (`over-cap`: nothing changes);
+// a user with some keeps them, whether the file says the same, ignoring case, spacing and
+// punctuation (`same`), or not (`kept-yours`). `none`: the file has no instructions.
+export const InstructionsImport = z.enum(['none', 'imported', 'same', 'kept-yours', 'over-cap']);
+export type InstructionsImport = z.infer<typeof InstructionsImport>;
+
 // memory.import.records: stores one batch of exported records for the user, in one transaction,
 // under ids derived from the user and the exported ids, and indexes them for search. Records may
-// refer to records of earlier batches: send the types in order.
+// refer to records of earlier batches: send the types in order. A current standing rule that says
+// what a current rule of the user already says (ignoring case, spacing and punctuation) is stored
+// ended, as history, and not counted.
 export const MemoryImportRecordsRequest = z.object({
   userId: Id,
-  records: z.array(ExportRecord).min(1).max(IMPORT_BATCH_MAX_RECORDS),
+  records: z
+    .array(ExportRecord)
+    .min(1)
+    .max(IMPORT_BATCH_MAX_RECORDS)
+    .refine((records) => records.filter((record) => record.type === 'instructions').length <= 1, {
+      message: 'at most one instructions record',
+    }),
 });
 export type MemoryImportRecordsRequest = z.input<typeof MemoryImportRecordsRequest>;
 export const MemoryImportRecordsResponse = z.object({
   imported: ImportCounts,
   rulesOverCap: z.array(RuleOverCap),
+  instructions: InstructionsImport,
 });
 export type MemoryImportRecordsResponse = z.infer<typeof MemoryImportRecordsResponse>;
 export const memoryImportRecords = defineRpc(
@@ -289,11 +320,13 @@ export const NotImportedWorkspaceFile = z.object({
 export type NotImportedWorkspaceFile = z.infer<typeof NotImportedWorkspaceFile>;
 
 // POST /v1/memory/import's answer: what memory and the workspaces added, the workspace files the
-// import could not store, and the standing rules it stored ended because they passed the cap,
-// each with its line (the rest of the file is imported all the same).
+// import could not store, the standing rules it stored ended because they passed the cap, each
+// with its line (the rest of the file is imported all the same), and what became of the file's
+// standing instructions.
 export const MemoryExportImportResponse = z.object({
   imported: ImportCounts.extend({ workspaceFiles: Count }),
   notImported: z.array(NotImportedWorkspaceFile),
   rulesOverCap: z.array(RuleOverCap.extend({ line: z.number().int().min(1) })),
+  instructions: InstructionsImport,
 });
 export type MemoryExportImportResponse = z.infer<typeof MemoryExportImportResponse>;

@@ -63,9 +63,13 @@ const LIGHTHOUSE_PAGE_STARTS = Array.from({ length: 10 }, (_, page) =>
   LIGHTHOUSE.indexOf(`Entry ${page * 30}:`),
 );
 
-// A memory with every kind of record: two conversations (one imported, with a summary), facts
-// with history, files with versions (one deleted) and a document of several chunks.
+const INSTRUCTIONS = 'Answer in Norwegian. Keep answers short.';
+
+// A memory with every kind of record: standing instructions, two conversations (one imported,
+// with a summary), facts with history, files with versions (one deleted) and a document of
+// several chunks.
 async function seedMemory(userId: string) {
+  await clientBus.request(memoryInstructionsPut, { userId, text: INSTRUCTIONS });
   const say = async (role: 'user' | 'assistant', content: string) =>
     (await clientBus.request(memoryAppend, { userId, role, content })).message;
   const lisbon = await say('user', 'We booked the flights to Lisbon for June.');
@@ -224,7 +228,14 @@ describe('memory.export.page', () => {
 
     const { records } = whole;
     const chunks = records.filter((record) => record.type === 'documentChunk');
+    // The instructions come first, as the gateway writes them after the header.
+    expect(records[0]).toEqual({
+      type: 'instructions',
+      text: INSTRUCTIONS,
+      updatedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
     expect(countByType(records)).toEqual({
+      instructions: 1,
       conversation: 2,
       message: 7,
       summary: 1,
@@ -247,7 +258,11 @@ describe('memory.export.page', () => {
       firstEntries.map((entry) => Math.floor(entry / 30) + 1),
     );
     const keys = records.map((record) =>
-      record.type === 'fileVersion' ? `${record.fileId}:${record.version}` : record.id,
+      record.type === 'fileVersion'
+        ? `${record.fileId}:${record.version}`
+        : record.type === 'instructions'
+          ? record.type
+          : record.id,
     );
     expect(new Set(keys).size).toBe(keys.length);
 
@@ -378,6 +393,26 @@ describe('memory.export.page', () => {
   });
 });
 
+const at = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString();
+
+// A current standing rule of an export, written a month ago.
+const rule = (content: string, fields: Partial<Extract<ExportRecord, { type: 'fact' }>> = {}) =>
+  ({
+    type: 'fact',
+    id: randomUUID(),
+    category: 'rule',
+    content,
+    tags: [],
+    importance: 5,
+    sourceMessageIds: [],
+    validFrom: at(30),
+    validTo: null,
+    supersededBy: null,
+    createdAt: at(30),
+    updatedAt: at(30),
+    ...fields,
+  }) satisfies ExportRecord;
+
 describe('memory.import.records', () => {
   it('imports under new ids, remaps every reference, and adds nothing the second time', async () => {
     const alice = randomUUID();
@@ -397,6 +432,8 @@ describe('memory.import.records', () => {
     expect(restored).toEqual(
       exported.map((record) => remapIds(record, (id) => importedId(bob, id))),
     );
+    const { instructions } = await clientBus.request(memoryInstructionsGet, { userId: bob });
+    expect(instructions.text).toBe(INSTRUCTIONS);
 
     // A second import, in other batch sizes, finds everything stored.
     expect(await importAll(bob, exported, 17)).toEqual({
@@ -442,23 +479,6 @@ describe('memory.import.records', () => {
 
   it('keeps the standing tier within its cap: a current rule past it is stored ended and reported', async () => {
     const userId = randomUUID();
-    const at = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString();
-    const rule = (content: string, fields: Partial<Extract<ExportRecord, { type: 'fact' }>> = {}) =>
-      ({
-        type: 'fact',
-        id: randomUUID(),
-        category: 'rule',
-        content,
-        tags: [],
-        importance: 5,
-        sourceMessageIds: [],
-        validFrom: at(30),
-        validTo: null,
-        supersededBy: null,
-        createdAt: at(30),
-        updatedAt: at(30),
-        ...fields,
-      }) satisfies ExportRecord;
     // 600 of the 1,000 tokens are the user's own instructions on this install.
     const instructions = 'Answer in Norwegian. '.repeat(120).trim();
     await clientBus.request(memoryInstructionsPut, { userId, text: instructions });
@@ -479,6 +499,7 @@ describe('memory.import.records', () => {
     expect(inUse + estimateTokens(tooLong.content)).toBeGreaterThan(1_000);
     expect(answer).toEqual({
       imported: expect.objectContaining({ facts: 5 }),
+      instructions: 'none',
       rulesOverCap: [
         {
           id: tooLong.id,
@@ -513,7 +534,138 @@ describe('memory.import.records', () => {
     expect(await clientBus.request(memoryImportRecords, { userId, records })).toEqual({
       imported: expect.objectContaining({ facts: 0 }),
       rulesOverCap: [],
+      instructions: 'none',
     });
+  });
+
+  it("takes the file's instructions only when the user has none, and within the cap", async () => {
+    const record = (text: string) =>
+      ({
+        type: 'instructions',
+        text,
+        updatedAt: '2026-03-01T08:00:00.000Z',
+      }) satisfies ExportRecord;
+    const importInstructions = async (userId: string, text: string) =>
+      (await clientBus.request(memoryImportRecords, { userId, records: [record(text)] }))
+        .instructions;
+    const textOf = async (userId: string) =>
+      (await clientBus.request(memoryInstructionsGet, { userId })).instructions.text;
+
+    // A user moving installs has none: they take the file's, with when they were written.
+    const fresh = randomUUID();
+    expect(await importInstructions(fresh, INSTRUCTIONS)).toBe('imported');
+    expect(await textOf(fresh)).toBe(INSTRUCTIONS);
+    expect((await exportAll(fresh)).records).toEqual([record(INSTRUCTIONS)]);
+    // Again: nothing changes.
+    expect(await importInstructions(fresh, INSTRUCTIONS)).toBe('same');
+    expect(await importInstructions(fresh, `  ${INSTRUCTIONS.toUpperCase()}`)).toBe('same');
+    expect((await exportAll(fresh)).records).toEqual([record(INSTRUCTIONS)]);
+
+    // A user who has their own keeps them.
+    const settled = randomUUID();
+    await clientBus.request(memoryInstructionsPut, { userId: settled, text: 'Answer in Welsh.' });
+    expect(await importInstructions(settled, INSTRUCTIONS)).toBe('kept-yours');
+    expect(await textOf(settled)).toBe('Answer in Welsh.');
+
+    // One who cleared theirs has none.
+    await clientBus.request(memoryInstructionsPut, { userId: settled, text: '' });
+    expect(await importInstructions(settled, INSTRUCTIONS)).toBe('imported');
+    expect(await textOf(settled)).toBe(INSTRUCTIONS);
+
+    // Past the cap beside the user's rules, as PUT refuses: nothing changes.
+    const ruled = randomUUID();
+    await clientBus.request(memoryFactsRemember, {
+      userId: ruled,
+      content: `Quote prices in NOK. ${'Round to whole kroner. '.repeat(60)}`.trim(),
+      category: 'rule',
+    });
+    const long = 'Keep it short. '.repeat(200).trim();
+    const put = await catchBusError(
+      clientBus.request(memoryInstructionsPut, { userId: ruled, text: long }),
+    );
+    expect(put.code).toBe('bad_request');
+    expect(await importInstructions(ruled, long)).toBe('over-cap');
+    expect(await textOf(ruled)).toBe('');
+
+    // A batch without instructions says so; one with two is refused.
+    const { instructions } = await clientBus.request(memoryImportRecords, {
+      userId: fresh,
+      records: [{ type: 'conversation', id: randomUUID(), isDefault: false, createdAt: at(1) }],
+    });
+    expect(instructions).toBe('none');
+    const twice = await catchBusError(
+      clientBus.request(memoryImportRecords, {
+        userId: fresh,
+        records: [record('One.'), record('Two.')],
+      }),
+    );
+    expect(twice.code).toBe('bad_request');
+  });
+
+  it("checks the file's rules against the cap with the instructions it set", async () => {
+    const userId = randomUUID();
+    // 600 of the 1,000 tokens.
+    const instructions = 'Answer in Norwegian. '.repeat(120).trim();
+    const long = rule(`Sign every answer. ${'With a short poem. '.repeat(100)}`.trim());
+    const answer = await clientBus.request(memoryImportRecords, {
+      userId,
+      records: [
+        { type: 'instructions', text: instructions, updatedAt: at(1) },
+        long,
+        rule('Use metric units.'),
+      ],
+    });
+    expect(estimateTokens(instructions) + estimateTokens(long.content)).toBeGreaterThan(1_000);
+    expect(answer.instructions).toBe('imported');
+    expect(answer.rulesOverCap.map((over) => over.id)).toEqual([long.id]);
+    const standing = await clientBus.request(memoryFactsList, { userId, category: 'rule' });
+    expect(standing.facts.map((stored) => stored.content)).toEqual(['Use metric units.']);
+  });
+
+  it('stores a rule the user already has, in the same words, once', async () => {
+    const userId = randomUUID();
+    const { fact: own } = await clientBus.request(memoryFactsRemember, {
+      userId,
+      content: 'Never book flights before 9.',
+      category: 'rule',
+    });
+    const same = rule('  never BOOK flights\nbefore 9. ');
+    const older = rule('Never book flights before 8.', {
+      validTo: at(10),
+      supersededBy: same.id,
+    });
+    // Twice in the file too: the second is a repeat of the first.
+    const metric = rule('Use metric units.');
+    const metricAgain = rule('use metric units');
+    const records = [same, older, metric, metricAgain];
+
+    const answer = await clientBus.request(memoryImportRecords, { userId, records });
+
+    // The older version is new history; the repeats add nothing.
+    expect(answer.imported.facts).toBe(2);
+    expect(answer.rulesOverCap).toEqual([]);
+    const standing = await clientBus.request(memoryFactsList, { userId, category: 'rule' });
+    expect(standing.facts.map((stored) => stored.id).sort()).toEqual(
+      [own.id, importedId(userId, metric.id)].sort(),
+    );
+    const { instructions: tier } = await clientBus.request(memoryInstructionsGet, { userId });
+    expect(tier.rulesTokens).toBe(estimateTokens(own.content) + estimateTokens(metric.content));
+    // The repeat is kept ended, so its older version still names it, as history.
+    const repeat = await clientBus.request(memoryFactsGet, {
+      userId,
+      id: importedId(userId, same.id),
+    });
+    expect(Date.parse(repeat.fact.validTo ?? '')).toBeLessThanOrEqual(Date.now());
+    expect(repeat.history.map((version) => version.content)).toEqual([older.content]);
+
+    // The same file again changes nothing.
+    expect(await clientBus.request(memoryImportRecords, { userId, records })).toEqual({
+      imported: expect.objectContaining({ facts: 0 }),
+      rulesOverCap: [],
+      instructions: 'none',
+    });
+    const again = await clientBus.request(memoryFactsList, { userId, category: 'rule' });
+    expect(again.facts).toEqual(standing.facts);
   });
 
   it("keeps users apart: each import is the importer's own", async () => {

@@ -5,6 +5,7 @@ import {
   ExportedWorkspaceFile,
   ExportHeader,
   MemoryExportImportResponse,
+  MemoryFactsListResponse,
   MemoryInstructionsResponse,
   UPLOADS_BUCKET,
   workspaceFileUrl,
@@ -126,8 +127,8 @@ describe('workspace files in the memory export', () => {
     exported = await exportOf(alice.key);
   }, 60_000);
 
-  it('exports each file as a line after the memory records, its bytes base64, as version 2', async () => {
-    expect(exported.header.version).toBe(2);
+  it('exports each file as a line after the memory records, its bytes base64, as version 3', async () => {
+    expect(exported.header.version).toBe(3);
     const types = exported.lines.map((line) => line.type);
     expect(types.slice(types.indexOf('workspaceFile'))).toEqual(Array(3).fill('workspaceFile'));
     const files = workspaceFilesOf(exported);
@@ -172,6 +173,7 @@ describe('workspace files in the memory export', () => {
         },
       ],
       rulesOverCap: [],
+      instructions: 'none',
     });
     const bobs = await exportOf(bob.key);
     const conversation = bobs.lines.find((line) => line.type === 'conversation');
@@ -270,7 +272,114 @@ describe('workspace files in the memory export', () => {
       imported: expect.objectContaining({ conversations: 1, messages: 1, workspaceFiles: 0 }),
       notImported: [],
       rulesOverCap: [],
+      instructions: 'none',
     });
+  });
+});
+
+async function putInstructions(key: string, text: string) {
+  const response = await fetch(`${harness.url}/me/instructions`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text }),
+  });
+  expect(response.status, await response.text()).toBe(200);
+}
+
+async function instructionsOf(key: string) {
+  const response = await fetch(`${harness.url}/me/instructions`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  expect(response.status).toBe(200);
+  return MemoryInstructionsResponse.parse(await response.json()).instructions;
+}
+
+async function rulesOf(key: string): Promise<string[]> {
+  const response = await fetch(`${harness.url}/memory/facts?category=rule`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  expect(response.status).toBe(200);
+  return MemoryFactsListResponse.parse(await response.json()).facts.map((fact) => fact.content);
+}
+
+describe('standing instructions in the memory export', () => {
+  const INSTRUCTIONS = 'Answer in Norwegian. Keep answers short.';
+  let henry: string;
+  let exported: ParsedExport;
+
+  beforeAll(async () => {
+    henry = await newUser();
+    await putInstructions(henry, INSTRUCTIONS);
+    const fact = await fetch(`${harness.url}/memory/facts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${henry}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'Use metric units.', category: 'rule' }),
+    });
+    expect(fact.status, await fact.text()).toBe(201);
+    exported = await exportOf(henry);
+  });
+
+  it('writes them on the line after the header', () => {
+    expect(exported.header.version).toBe(3);
+    expect(exported.lines[0]).toEqual({
+      type: 'instructions',
+      text: INSTRUCTIONS,
+      updatedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(exported.lines.filter((line) => line.type === 'instructions')).toHaveLength(1);
+  });
+
+  it('gives them to a user who has none; a second import changes nothing', async () => {
+    const ida = await newUser();
+
+    const answer = await importFile(ida, exported.text);
+
+    expect(answer.instructions).toBe('imported');
+    expect(answer.imported.facts).toBe(1);
+    expect((await instructionsOf(ida)).text).toBe(INSTRUCTIONS);
+    expect(await rulesOf(ida)).toEqual(['Use metric units.']);
+    const again = await importFile(ida, exported.text);
+    expect(again).toEqual({
+      ...answer,
+      imported: { ...answer.imported, facts: 0 },
+      instructions: 'same',
+    });
+    expect((await exportOf(ida)).lines.slice(0, 1)).toEqual(exported.lines.slice(0, 1));
+    expect(await rulesOf(ida)).toEqual(['Use metric units.']);
+  });
+
+  it("keeps a user's own instructions and says so; a rule they have already is not stored twice", async () => {
+    const jack = await newUser();
+    await putInstructions(jack, 'Answer in Welsh.');
+    const fact = await fetch(`${harness.url}/memory/facts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${jack}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'use METRIC units', category: 'rule' }),
+    });
+    expect(fact.status, await fact.text()).toBe(201);
+    const before = await instructionsOf(jack);
+
+    const answer = await importFile(jack, exported.text);
+
+    expect(answer.instructions).toBe('kept-yours');
+    expect(answer.imported.facts).toBe(0);
+    expect((await instructionsOf(jack)).text).toBe('Answer in Welsh.');
+    expect(await rulesOf(jack)).toEqual(['use METRIC units']);
+    expect((await instructionsOf(jack)).rulesTokens).toBe(before.rulesTokens);
+  });
+
+  it('refuses a file with two instructions lines, naming the second', async () => {
+    const kate = await newUser();
+    const [header = '', first = '', ...rest] = exported.text.trimEnd().split('\n');
+    const text = [header, first, ...rest, first].join('\n');
+
+    const response = await send('/memory/import', kate, { method: 'POST', body: text });
+
+    expect(response.status).toBe(400);
+    expect(ErrorBody.parse(await response.json()).error.message).toBe(
+      `line ${rest.length + 3}: the instructions record appears twice (first on line 2)`,
+    );
+    expect((await instructionsOf(kate)).text).toBe('');
   });
 });
 

@@ -82,9 +82,23 @@ describe('parseExportFile', () => {
     ]);
   });
 
+  it('answers the instructions first, wherever the file has them, and only once', () => {
+    const instructions = { type: 'instructions', text: 'Answer in Norwegian.', updatedAt: AT };
+    const v3 = { ...HEADER, version: 3 };
+    const records = parseExportFile(
+      file(v3, conversation, fact(randomUUID(), null), instructions),
+      LIMITS,
+    ).records;
+    expect(records.map((record) => record.type)).toEqual(['instructions', 'conversation', 'fact']);
+    expect(problemOf(file(v3, instructions, conversation, instructions))).toBe(
+      'line 4: the instructions record appears twice (first on line 2)',
+    );
+    expect(problemOf(file(v3, { ...instructions, text: '' }))).toMatch(/^line 2: text: /);
+  });
+
   it('names the line and the problem of the first bad line', () => {
     expect(problemOf('')).toBe('line 1: expected the export header; the file is empty');
-    expect(problemOf(file({ ...HEADER, version: 3 }))).toMatch(
+    expect(problemOf(file({ ...HEADER, version: 4 }))).toMatch(
       /^line 1: expected the export header .*\(version: /,
     );
     expect(problemOf(file(HEADER, conversation, '{"type": "message",'))).toBe(
@@ -94,7 +108,7 @@ describe('parseExportFile', () => {
       /^line 3: role: /,
     );
     expect(problemOf(file(HEADER, { type: 'photo', id: randomUUID() }))).toMatch(
-      /^line 2: type: type must be one of conversation, message/,
+      /^line 2: type: type must be one of instructions, conversation, message/,
     );
     expect(problemOf(file(HEADER, conversation, HEADER))).toMatch(/^line 3: type: /);
     expect(problemOf(file(HEADER, { ...conversation, extra: 1 }))).toMatch(/^line 2: /);

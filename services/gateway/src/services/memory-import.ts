@@ -9,6 +9,7 @@ import {
   type ExportRecordType,
   IMPORT_BATCH_MAX_RECORDS,
   type ImportCounts,
+  type InstructionsImport,
   type MemoryExportImportResponse,
   memoryImportRecords,
   type NotImportedWorkspaceFile,
@@ -245,6 +246,7 @@ function indexByKey<T>(items: Numbered<T>[], keyOf: (record: T) => string, what:
 }
 
 function orderForImport(records: Numbered<ExportRecord>[]): ExportRecord[] {
+  const instructions = ofType(records, 'instructions');
   const conversations = ofType(records, 'conversation');
   const messages = ofType(records, 'message');
   const summaries = ofType(records, 'summary');
@@ -254,6 +256,7 @@ function orderForImport(records: Numbered<ExportRecord>[]): ExportRecord[] {
   const documents = ofType(records, 'document');
   const chunks = ofType(records, 'documentChunk');
 
+  indexByKey(instructions, (record) => record.type, 'the instructions record');
   const conversationLines = indexByKey(conversations, (record) => record.id, 'conversation id');
   const defaults = conversations.filter(({ record }) => record.isDefault);
   const secondDefault = defaults[1];
@@ -305,6 +308,7 @@ function orderForImport(records: Numbered<ExportRecord>[]): ExportRecord[] {
   }
 
   return [
+    ...instructions,
     ...conversations,
     ...messages,
     ...summaries,
@@ -434,6 +438,7 @@ export async function importMemory(
         // Memory names only facts of the file, so each has a line.
         .map((rule) => ({ ...rule, line: factLines.get(rule.id) ?? 1 }))
         .sort((a, b) => a.line - b.line),
+      instructions: memory.instructions,
     };
   } finally {
     // Files never sent on (a bad line later in the file, a service down, no workspace to go to):
@@ -447,9 +452,15 @@ async function importRecords(
   userId: string,
   records: ExportRecord[],
   maxPayload: number,
-): Promise<{ imported: ImportCounts; rulesOverCap: RuleOverCap[] }> {
+): Promise<{
+  imported: ImportCounts;
+  rulesOverCap: RuleOverCap[];
+  instructions: InstructionsImport;
+}> {
   const total = { ...NOTHING };
   const rulesOverCap: RuleOverCap[] = [];
+  // The file's instructions go in the first batch; the others answer none.
+  let instructions: InstructionsImport = 'none';
   for (const batch of planBatches(records, maxPayload * BATCH_SHARE_OF_MAX_PAYLOAD)) {
     const answer = await bus.request(
       memoryImportRecords,
@@ -458,6 +469,7 @@ async function importRecords(
     );
     const { imported } = answer;
     rulesOverCap.push(...answer.rulesOverCap);
+    if (answer.instructions !== 'none') instructions = answer.instructions;
     total.conversations += imported.conversations;
     total.messages += imported.messages;
     total.summaries += imported.summaries;
@@ -465,7 +477,7 @@ async function importRecords(
     total.files += imported.files;
     total.documents += imported.documents;
   }
-  return { imported: total, rulesOverCap };
+  return { imported: total, rulesOverCap, instructions };
 }
 
 // Each file goes through tools.workspaces.put, which deletes its blob whatever it answers. One the

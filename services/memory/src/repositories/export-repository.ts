@@ -54,6 +54,30 @@ function parameters(query: ExportQuery): unknown[] {
   ];
 }
 
+// The user's standing instructions, one row at most; none before they write some, or once they
+// cleared them.
+export async function listInstructionsForExport(
+  db: Queryable,
+  query: ExportQuery,
+): Promise<ExportRow[]> {
+  const { rows } = await db.query<{
+    user_id: string;
+    text: string;
+    updated_at: Date;
+    sort_key: string;
+  }>(
+    `SELECT user_id, text, updated_at, ${timeKey('updated_at')} AS sort_key
+     FROM memory.instructions
+     WHERE user_id = $1 AND text <> '' AND ${afterTime('updated_at', 'user_id')}
+     LIMIT $5`,
+    parameters(query),
+  );
+  return rows.map((row) => ({
+    position: { key: row.sort_key, id: row.user_id, index: 0 },
+    record: { type: 'instructions', text: row.text, updatedAt: row.updated_at.toISOString() },
+  }));
+}
+
 export async function listConversationsForExport(
   db: Queryable,
   query: ExportQuery,

@@ -9,10 +9,17 @@ export async function findInstructions(db: Queryable, userId: string): Promise<s
   return rows[0]?.text;
 }
 
-export async function saveInstructions(db: Queryable, userId: string, text: string): Promise<void> {
+// `updatedAt` is now, but for an import, which keeps when the file's were written.
+export async function saveInstructions(
+  db: Queryable,
+  userId: string,
+  text: string,
+  updatedAt?: string,
+): Promise<void> {
   await db.query(
-    `INSERT INTO memory.instructions (user_id, text, updated_at) VALUES ($1, $2, now())
+    `INSERT INTO memory.instructions (user_id, text, updated_at)
+     VALUES ($1, $2, coalesce($3::timestamptz, now()))
      ON CONFLICT (user_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at`,
-    [userId, text],
+    [userId, text, updatedAt ?? null],
   );
 }

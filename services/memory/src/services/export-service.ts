@@ -17,6 +17,7 @@ import {
   listFactsForExport,
   listFilesForExport,
   listFileVersionsForExport,
+  listInstructionsForExport,
   listMessagesForExport,
   listSummariesForExport,
 } from '../repositories/export-repository';
@@ -31,6 +32,7 @@ const LISTERS: Record<
   ExportRecordType,
   (db: Queryable, query: ExportQuery) => Promise<ExportRow[]>
 > = {
+  instructions: listInstructionsForExport,
   conversation: listConversationsForExport,
   message: listMessagesForExport,
   summary: listSummariesForExport,

@@ -26,13 +26,15 @@ import {
   type StoredChunk,
 } from '../repositories/import-repository';
 import { insertMessagesInOrder } from '../repositories/messages-repository';
+import { listStandingRules } from '../repositories/profile-repository';
 import { addTermCounts } from '../repositories/term-stats-repository';
 import { indexSummary } from './compact-conversation';
 import { indexChunks } from './documents-service';
+import { normaliseFactText } from './fact-text';
 import { indexFact } from './facts-service';
 import { indexFile } from './index-files';
 import { indexMessages } from './index-messages';
-import { findRulesOverCap } from './instructions-service';
+import { findRulesOverCap, restoreInstructions } from './instructions-service';
 
 type ImportRequest = z.output<typeof MemoryImportRecordsRequest>;
 type RecordOf<T extends ExportRecordType> = Extract<ExportRecord, { type: T }>;
@@ -106,6 +108,12 @@ async function restoreBatch(
   const { userId, records } = request;
   const newId = (id: string) => importedId(userId, id);
 
+  // First: the file's rules below are checked against the cap with the instructions it set.
+  const [instructions] = recordsOf(records, 'instructions');
+  const instructionsImport = instructions
+    ? await restoreInstructions(db, userId, instructions)
+    : 'none';
+
   const conversations = await insertRestoredConversations(
     db,
     userId,
@@ -131,20 +139,22 @@ async function restoreBatch(
   for (const summary of summaries) await indexSummary(db, userId, summary);
 
   const factRecords = recordsOf(records, 'fact');
-  const rulesOverCap = await findRestoredRulesOverCap(db, userId, factRecords);
+  const { overCap: rulesOverCap, repeats } = await sortRestoredRules(db, userId, factRecords);
   const facts = await insertRestoredFacts(
     db,
     userId,
-    // A rule over the cap is stored ended rather than left out: an older version in the file
-    // names it as its successor, and the history keeps what the user had.
+    // A rule over the cap, or one the user has already, is stored ended rather than left out: an
+    // older version in the file names it as its successor, the history keeps what the user had,
+    // and the same file imported again finds it stored and decides nothing anew.
     factRecords.map((fact) => ({
       ...fact,
-      endsAtImport: rulesOverCap.has(fact.id),
+      endsAtImport: rulesOverCap.has(fact.id) || repeats.has(fact.id),
       id: newId(fact.id),
       sourceMessageIds: fact.sourceMessageIds.map(newId),
       supersededBy: fact.supersededBy === null ? null : newId(fact.supersededBy),
     })),
   );
+  const repeatIds = new Set([...repeats].map(newId));
   // Closed versions are kept but not searchable, as after an update or a forget.
   for (const fact of facts) if (fact.isValid) await indexFact(db, userId, fact);
 
@@ -184,46 +194,61 @@ async function restoreBatch(
       conversations: conversations.length,
       messages,
       summaries: summaries.length,
-      facts: facts.length,
+      // A repeated rule adds nothing the user did not have.
+      facts: facts.filter((fact) => !repeatIds.has(fact.id)).length,
       files: files.length,
       documents: documents.length,
     },
     rulesOverCap: [...rulesOverCap.values()],
+    instructions: instructionsImport,
   };
 }
 
-// The batch's current rules that the user has not imported before, each if it fits the cap
-// with what is in use (the API's rule: never past it, the prompt never cuts them). The others,
-// by exported id. Under the lock rules are stored under, so a rule stored meanwhile is counted;
-// only a batch with such rules takes it, since it holds until the batch ends, and the user's
-// turns store their facts under it.
-async function findRestoredRulesOverCap(
+// The batch's current rules that the user has not imported before: a repeat says what an open
+// rule of the user, or an earlier one of the file, already says (ignoring case, spacing and
+// punctuation), and would stand twice in every prompt and count twice against the cap; each of
+// the rest fits the cap with what is in use, or not (the API's rule: never past it, the prompt
+// never cuts them). Both by exported id. Under the lock rules are stored under, so a rule stored
+// meanwhile is counted; only a batch with such rules takes it, since it holds until the batch
+// ends, and the user's turns store their facts under it.
+async function sortRestoredRules(
   db: PoolClient,
   userId: string,
   facts: RecordOf<'fact'>[],
-): Promise<Map<string, RuleOverCap>> {
+): Promise<{ overCap: Map<string, RuleOverCap>; repeats: Set<string> }> {
   const overCap = new Map<string, RuleOverCap>();
+  const repeats = new Set<string>();
   const now = Date.now();
   const rules = facts.filter(
     (fact) => fact.category === 'rule' && (fact.validTo === null || Date.parse(fact.validTo) > now),
   );
-  if (rules.length === 0) return overCap;
+  if (rules.length === 0) return { overCap, repeats };
   await lockUserFacts(db, userId);
   const stored = await listStoredFactIds(
     db,
     userId,
     rules.map((rule) => importedId(userId, rule.id)),
   );
-  const reasons = await findRulesOverCap(
-    db,
-    userId,
-    rules.filter((rule) => !stored.has(importedId(userId, rule.id))),
+  const wordings = new Set(
+    (await listStandingRules(db, userId)).map((rule) => normaliseFactText(rule.content)),
   );
+  const newRules: RecordOf<'fact'>[] = [];
   for (const rule of rules) {
+    if (stored.has(importedId(userId, rule.id))) continue;
+    const wording = normaliseFactText(rule.content);
+    if (wordings.has(wording)) {
+      repeats.add(rule.id);
+    } else {
+      wordings.add(wording);
+      newRules.push(rule);
+    }
+  }
+  const reasons = await findRulesOverCap(db, userId, newRules);
+  for (const rule of newRules) {
     const reason = reasons.get(rule.id);
     if (reason) overCap.set(rule.id, { id: rule.id, content: rule.content, reason });
   }
-  return overCap;
+  return { overCap, repeats };
 }
 
 async function restoreMessages(

@@ -1,6 +1,8 @@
 import { BusError } from '@jarvis/bus';
 import {
+  type ExportRecord,
   INSTRUCTIONS_TOKEN_CAP,
+  type InstructionsImport,
   type MemoryInstructionsGetRequest,
   type MemoryInstructionsPutRequest,
   type MemoryInstructionsResponse,
@@ -11,6 +13,7 @@ import type { z } from 'zod';
 import { lockUserFacts } from '../repositories/facts-repository';
 import { findInstructions, saveInstructions } from '../repositories/instructions-repository';
 import { listStandingRules } from '../repositories/profile-repository';
+import { normaliseFactText } from './fact-text';
 
 type GetRequest = z.output<typeof MemoryInstructionsGetRequest>;
 type PutRequest = z.output<typeof MemoryInstructionsPutRequest>;
@@ -115,4 +118,23 @@ export async function findRulesOverCap(
     }
   }
   return overCapById;
+}
+
+// An import's instructions never replace the user's own: a user who has none (one moving installs)
+// takes the file's, if PUT would let them in beside the rules the user has. Under the lock, as PUT
+// is, and before the file's rules are checked against the cap, so those count the text. The
+// caller's transaction holds the lock until the batch ends.
+export async function restoreInstructions(
+  db: PoolClient,
+  userId: string,
+  restored: Extract<ExportRecord, { type: 'instructions' }>,
+): Promise<InstructionsImport> {
+  await lockUserFacts(db, userId);
+  const { text, rulesTokens } = await readInstructions(db, userId);
+  if (text !== '') {
+    return normaliseFactText(text) === normaliseFactText(restored.text) ? 'same' : 'kept-yours';
+  }
+  if (rulesTokens + estimateTokens(restored.text) > INSTRUCTIONS_TOKEN_CAP) return 'over-cap';
+  await saveInstructions(db, userId, restored.text, restored.updatedAt);
+  return 'imported';
 }

@@ -27,7 +27,9 @@ export const MEMORY_ENDPOINTS: Endpoint[] = [
     method: 'get',
     path: '/v1/memory/export',
     summary: 'Your whole memory as JSON Lines',
-    description: 'A header line, then one record per line; streamed as a download.',
+    description:
+      'A header line, then your standing instructions (when you have some), then one record ' +
+      'per line; streamed as a download.',
     tag: 'memory',
     auth: 'user',
     status: 200,
@@ -46,8 +48,10 @@ export const MEMORY_ENDPOINTS: Endpoint[] = [
       "stored (over the file size limit or the quota, a mission's) is listed in notImported " +
       'and the rest is imported. A current standing rule that would take your standing ' +
       'instructions and rules past their token cap is stored ended (in its history, in no ' +
-      'prompt) and listed in rulesOverCap, as the API refuses one past the cap. Also accepts ' +
-      'Content-Type text/plain.',
+      'prompt) and listed in rulesOverCap, as the API refuses one past the cap; one you have ' +
+      "already, in the same words, is not added again. The file's standing instructions become " +
+      'yours only if you have none and they fit the cap; yours are never replaced, and ' +
+      'instructions says what the import did. Also accepts Content-Type text/plain.',
     tag: 'memory',
     auth: 'user',
     body: ndjson(ExportLine),

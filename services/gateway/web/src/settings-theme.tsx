@@ -38,11 +38,9 @@ function applyTheme(choice: ThemeChoice): void {
   else root.dataset.theme = choice;
 }
 
-// Called by main.tsx before the first render: the CSP allows no inline script in index.html
-// that could do it earlier, and the main bundle runs before the app draws anything.
-export function applyStoredTheme(): void {
-  applyTheme(loadThemeChoice());
-  // Another tab of the app changed it: follow, so two open tabs do not disagree.
+// public/theme.js set the stored choice before the first frame; this follows a change made in
+// another tab of the app, so two open tabs do not disagree.
+export function followThemeChanges(): void {
   window.addEventListener('storage', (event) => {
     if (event.key === THEME_ITEM) applyTheme(loadThemeChoice());
   });

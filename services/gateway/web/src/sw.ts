@@ -44,9 +44,10 @@ const CACHE_PREFIX = 'jarvis-shell-';
 const CACHE = `${CACHE_PREFIX}${__SHELL_VERSION__}`;
 // index.html is cached under "/": every client route (/chat, /settings/…) is that same page.
 const SHELL_PAGE = '/';
-// The files of web/public the installed app shows (the manifest and its icons).
+// The files of web/public the installed app uses (the manifest, its icons, the theme script).
 const PUBLIC_FILES = [
   '/manifest.webmanifest',
+  '/theme.js',
   '/favicon.svg',
   '/icons/icon-192.png',
   '/icons/icon-512.png',

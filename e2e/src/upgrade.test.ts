@@ -162,6 +162,8 @@ describe('upgrading a database from the previous release', () => {
         '009_run_schedule.sql',
         '010_mission_trace.sql',
         '011_mission_questions.sql',
+        '012_mission_task_skills.sql',
+        '013_question_answered_by.sql',
       ],
       memory: [
         '014_import_batches.sql',
